@@ -1,0 +1,1 @@
+//! Parsing of `--extra-engine-args` / `--prefill-engine-args` / `--decode-engine-args` JSON.

@@ -1,0 +1,236 @@
+//! One deployment configuration as plain data: engine args per pool, router, load shaping, SLA.
+//! Parsing from DynoSim's JSON flags lives in `engine_args` and `router_config`; this module owns
+//! only the types and their defaults (spec §4.1, §6.4).
+
+pub mod engine_args;
+pub mod router_config;
+
+use serde::{Deserialize, Serialize};
+
+/// Which role an engine plays (spec §1.2 rule 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerType {
+    #[default]
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptionMode {
+    #[default]
+    Lifo,
+    Fifo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KvTransferTimingMode {
+    #[default]
+    FullPrompt,
+    DestinationMissing,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum QueuePolicy {
+    #[default]
+    Fcfs,
+    Lcfs,
+    Wspt,
+}
+
+/// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Only the vLLM
+/// engine is simulated; keys with no effect offline are accepted by the parser and dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineArgs {
+    pub num_gpu_blocks: u64,
+    /// Tokens per KV block (64 for vLLM when 0/absent).
+    pub block_size: u32,
+    pub max_model_len: Option<u64>,
+    /// `None` = unlimited.
+    pub max_num_seqs: Option<u64>,
+    /// `None` = unlimited.
+    pub max_num_batched_tokens: Option<u64>,
+    pub enable_prefix_caching: bool,
+    pub enable_chunked_prefill: bool,
+    pub speedup_ratio: f64,
+    pub decode_speedup_ratio: f64,
+    pub dp_size: u32,
+    pub worker_type: WorkerType,
+    pub preemption_mode: PreemptionMode,
+    pub kv_bytes_per_token: Option<u64>,
+    /// GB/s; `None` or 0 disables the transfer delay.
+    pub kv_transfer_bandwidth: Option<f64>,
+    pub kv_transfer_timing_mode: KvTransferTimingMode,
+    /// Replay-only override of the router queue policy.
+    pub router_queue_policy: Option<QueuePolicy>,
+    /// GPUs per worker for GPU-hours: `aic_tp_size.unwrap_or(1) * dp_size`.
+    pub tp_size: u32,
+}
+
+impl Default for EngineArgs {
+    fn default() -> Self {
+        EngineArgs {
+            num_gpu_blocks: 16384,
+            block_size: 64,
+            max_model_len: None,
+            max_num_seqs: Some(256),
+            max_num_batched_tokens: Some(8192),
+            enable_prefix_caching: true,
+            enable_chunked_prefill: true,
+            speedup_ratio: 1.0,
+            decode_speedup_ratio: 1.0,
+            dp_size: 1,
+            worker_type: WorkerType::Aggregated,
+            preemption_mode: PreemptionMode::Lifo,
+            kv_bytes_per_token: None,
+            kv_transfer_bandwidth: None,
+            kv_transfer_timing_mode: KvTransferTimingMode::FullPrompt,
+            router_queue_policy: None,
+            tp_size: 1,
+        }
+    }
+}
+
+impl EngineArgs {
+    /// GPUs one worker occupies.
+    pub fn gpus_per_worker(&self) -> u32 {
+        self.tp_size * self.dp_size
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RouterMode {
+    #[default]
+    RoundRobin,
+    KvRouter,
+}
+
+/// Resolved KV router configuration (`KvRouterConfig`, spec §6.4): only the keys that matter offline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouterConfig {
+    pub overlap_score_credit: f64,
+    pub overlap_score_credit_decay: f64,
+    pub prefill_load_scale: f64,
+    pub decode_active_request_weight: f64,
+    pub router_temperature: f64,
+    pub router_track_active_blocks: bool,
+    pub router_track_output_blocks: bool,
+    pub router_assume_kv_reuse: bool,
+    pub router_track_prefill_tokens: bool,
+    /// `None` disables router queueing.
+    pub router_queue_threshold: Option<f64>,
+    pub router_queue_policy: QueuePolicy,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            overlap_score_credit: 1.0,
+            overlap_score_credit_decay: 0.0,
+            prefill_load_scale: 1.0,
+            decode_active_request_weight: 0.0,
+            router_temperature: 0.0,
+            router_track_active_blocks: true,
+            router_track_output_blocks: false,
+            router_assume_kv_reuse: true,
+            router_track_prefill_tokens: true,
+            router_queue_threshold: None,
+            router_queue_policy: QueuePolicy::Fcfs,
+        }
+    }
+}
+
+/// The worker pools of one deployment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Topology {
+    Aggregated {
+        num_workers: u32,
+        engine: EngineArgs,
+    },
+    Disaggregated {
+        num_prefill_workers: u32,
+        prefill: EngineArgs,
+        num_decode_workers: u32,
+        decode: EngineArgs,
+    },
+}
+
+impl Topology {
+    /// Total simulated GPUs of the deployment.
+    pub fn gpus(&self) -> u64 {
+        match self {
+            Topology::Aggregated { num_workers, engine } => {
+                *num_workers as u64 * engine.gpus_per_worker() as u64
+            }
+            Topology::Disaggregated {
+                num_prefill_workers,
+                prefill,
+                num_decode_workers,
+                decode,
+            } => {
+                *num_prefill_workers as u64 * prefill.gpus_per_worker() as u64
+                    + *num_decode_workers as u64 * decode.gpus_per_worker() as u64
+            }
+        }
+    }
+
+    /// Engine block size used for hashing prompts (prefill pool's in disaggregated mode).
+    pub fn block_size(&self) -> u32 {
+        match self {
+            Topology::Aggregated { engine, .. } => engine.block_size,
+            Topology::Disaggregated { prefill, .. } => prefill.block_size,
+        }
+    }
+}
+
+/// How requests are released into the cluster (spec §2.8, §2.9).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoadSpec {
+    /// Divides first-arrival timestamps and inter-turn delays in open-loop mode.
+    pub arrival_speedup_ratio: f64,
+    /// Closed-loop cap on in-flight requests (flat) or active sessions (multi-turn).
+    pub replay_concurrency: Option<u32>,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            arrival_speedup_ratio: 1.0,
+            replay_concurrency: None,
+        }
+    }
+}
+
+/// Goodput bounds (`--sla-*-ms`, spec §8.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Sla {
+    pub ttft_ms: Option<f64>,
+    pub itl_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+}
+
+impl Sla {
+    pub fn is_set(&self) -> bool {
+        self.ttft_ms.is_some() || self.itl_ms.is_some() || self.e2e_ms.is_some()
+    }
+}
+
+/// Everything one simulation needs besides the workload. Plain data: a sweep point resolves to one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimConfig {
+    pub topology: Topology,
+    pub router_mode: RouterMode,
+    pub router: RouterConfig,
+    pub load: LoadSpec,
+    pub max_sim_time_ms: Option<f64>,
+    pub sla: Sla,
+    /// Seeds router tie-breaking and any other random choice not seeded by a DynoSim flag.
+    pub seed: u64,
+    /// Keep per-request records (for `--report-jsonl`).
+    pub record_requests: bool,
+}

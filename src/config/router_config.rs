@@ -1,0 +1,1 @@
+//! Parsing of `--router-config` JSON.

@@ -1,0 +1,1 @@
+//! KV-cache engines: block pool, vLLM scheduler, timing models.

@@ -1,0 +1,106 @@
+//! Reports: statistics over what the simulation recorded, the flat JSON report with DynoSim's key
+//! names (spec §8.2), the AIPerf-style console table (§8.1) and per-request JSONL (§8.4).
+//! Nothing here simulates; it only summarises.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One value of the flat report: integers stay integers in JSON, like DynoSim's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+}
+
+impl Value {
+    pub fn as_f64(&self) -> f64 {
+        match *self {
+            Value::Int(i) => i as f64,
+            Value::Float(f) => f,
+        }
+    }
+}
+
+/// The flat report, keys sorted (DynoSim writes `sort_keys=True`).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[serde(transparent)]
+pub struct Report {
+    pub fields: BTreeMap<String, Value>,
+}
+
+impl Report {
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.fields.get(key).map(Value::as_f64)
+    }
+    pub fn set_int(&mut self, key: &str, v: i64) {
+        self.fields.insert(key.to_string(), Value::Int(v));
+    }
+    pub fn set_float(&mut self, key: &str, v: f64) {
+        self.fields.insert(key.to_string(), Value::Float(v));
+    }
+}
+
+/// What the collector keeps of one completed request (times in virtual ms from t=0).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CompletedRequest {
+    pub arrival_ms: f64,
+    pub first_token_ms: f64,
+    pub second_token_ms: Option<f64>,
+    pub last_token_ms: f64,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    /// Max reused (prefix-cache hit) tokens over all admissions of the request.
+    pub reused_tokens: u32,
+    /// Reused tokens at the first admission.
+    pub first_admission_reused_tokens: u32,
+}
+
+/// Run-level facts the report needs besides per-request data.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunTotals {
+    /// Every arrival, including rejected and incomplete requests.
+    pub num_requests: u64,
+    /// Host time of the simulation in ms (only wall-time fields depend on it).
+    pub wall_time_ms: f64,
+    /// 0 for aggregated runs.
+    pub num_prefill_workers: u32,
+    pub num_decode_workers: u32,
+    /// 0 for aggregated runs.
+    pub prefill_gpus_per_worker: u32,
+    pub decode_gpus_per_worker: u32,
+    pub sla: crate::config::Sla,
+}
+
+/// Per-request record of `--report-jsonl` (spec §8.4); `None` serialises as JSON null.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct RequestRecord {
+    pub session_id: String,
+    pub turn_index: u32,
+    pub uuid: u64,
+    pub arrival_time_ms: f64,
+    pub first_admit_ms: Option<f64>,
+    pub terminal_time_ms: Option<f64>,
+    pub first_token_ms: Option<f64>,
+    pub last_token_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub ttst_ms: Option<f64>,
+    pub e2e_latency_ms: Option<f64>,
+    pub itl_ms: Option<f64>,
+    pub input_length: u32,
+    pub requested_output_length: u32,
+    pub output_length: u32,
+    pub reused_input_tokens: u32,
+    pub prefill_worker_idx: Option<u32>,
+    pub decode_worker_idx: Option<u32>,
+    pub prefill_admit_ms: Option<f64>,
+    pub source_held_ms: Option<f64>,
+    pub destination_reserved_ms: Option<f64>,
+    pub destination_activated_ms: Option<f64>,
+    pub decode_admit_ms: Option<f64>,
+    pub source_released_ms: Option<f64>,
+    pub decode_reused_input_tokens: Option<u32>,
+    pub prefill_route_overlap_tokens: Option<u32>,
+    pub decode_route_overlap_tokens: Option<u32>,
+    pub terminal_status: String,
+}

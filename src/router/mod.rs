@@ -1,0 +1,1 @@
+//! Request routing: round robin and the KV-aware router.

@@ -1,0 +1,1 @@
+//! Sweeps: YAML spec, grid expansion, parallel runner, leaderboards, shards and merge.

@@ -1,0 +1,84 @@
+//! Workloads: what requests arrive, with what prompts. Parsed or generated once, then shared
+//! read-only (`&Workload`) by every simulation of a sweep. Nothing here knows about engines.
+//!
+//! A prompt's content is described by trace blocks: each block id stands for `trace_block_size`
+//! identical tokens (spec §2.2), so engine-block hashes can be derived for any engine block size.
+
+pub mod synthetic;
+pub mod trace;
+
+use serde::{Deserialize, Serialize};
+
+/// What the tokens of a request's prompt are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Content {
+    /// `block_ids[start..start+len]` of the workload: interned trace-block ids, each covering
+    /// `Workload::trace_block_size` tokens (the last one possibly partially).
+    Blocks { start: u32, len: u32 },
+    /// Pseudo-random tokens unique to this request (simple synthetic path, spec §3.1): no block
+    /// of it is ever shared with another request.
+    Unique,
+}
+
+/// One request (one turn of a session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestSpec {
+    /// Deterministic request id (`request_idx + 1` for synthetic; file order for traces).
+    pub uuid: u64,
+    pub input_length: u32,
+    pub output_length: u32,
+    pub content: Content,
+    /// Index into `Workload::sessions`.
+    pub session: u32,
+    /// Turn index within the session (0 = first).
+    pub turn: u32,
+    /// Think time after the previous turn of the session completes (0 for turn 0), before any
+    /// arrival speed-up is applied.
+    pub delay_after_previous_ms: f64,
+    pub priority: i32,
+    pub strict_priority: u32,
+}
+
+/// A session: consecutive turns `first_request .. first_request + num_turns` of `requests`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSpec {
+    /// User-visible id (`session_id` of the trace, `request_<line>` for rows without one,
+    /// `session_<i>` for synthetic sessions).
+    pub id: String,
+    /// First-turn arrival in ms, normalised so the earliest session starts at 0, before any
+    /// arrival speed-up. `None` only where timestamps do not exist (closed-loop-only workloads).
+    pub first_arrival_ms: Option<f64>,
+    pub first_request: u32,
+    pub num_turns: u32,
+}
+
+/// A parsed or generated workload, immutable once built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Workload {
+    /// Sessions ordered by (first arrival, file order), stable.
+    pub sessions: Vec<SessionSpec>,
+    /// All requests, grouped by session in the order of `sessions`, turns in order.
+    pub requests: Vec<RequestSpec>,
+    /// Interned trace-block ids (dense, first-seen order), referenced by `Content::Blocks`.
+    pub block_ids: Vec<u32>,
+    /// Tokens per trace block id.
+    pub trace_block_size: u32,
+    /// Number of distinct interned ids (all ids in `block_ids` are `< num_distinct_blocks`).
+    pub num_distinct_blocks: u32,
+    /// True when every session has exactly one turn (the flat fast path of spec §2.3).
+    pub flat: bool,
+    /// Inputs accepted with a fix-up (e.g. `input_length` clamped to the hash-id capacity).
+    pub warnings: Vec<String>,
+}
+
+impl Workload {
+    /// The trace-block ids of a request's prompt (empty for `Content::Unique`).
+    pub fn blocks_of(&self, r: &RequestSpec) -> &[u32] {
+        match r.content {
+            Content::Blocks { start, len } => {
+                &self.block_ids[start as usize..(start + len) as usize]
+            }
+            Content::Unique => &[],
+        }
+    }
+}
