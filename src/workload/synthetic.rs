@@ -28,3 +28,13 @@ pub struct SyntheticSpec {
     pub num_prefix_groups: u32,
     pub inter_turn_delay_ms: f64,
 }
+
+/// Generates the workload. `engine_block_size` is the hash-id block size of the workload path
+/// (spec §3.2: the engine's, the prefill pool's when disaggregated).
+pub fn generate(
+    spec: &SyntheticSpec,
+    engine_block_size: u32,
+) -> Result<super::Workload, crate::error::InputError> {
+    let _ = (spec, engine_block_size);
+    todo!("synthetic workload generation")
+}
