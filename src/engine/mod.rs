@@ -1,1 +1,6 @@
-//! KV-cache engines: block pool, vLLM scheduler, timing models.
+//! KV-cache engines: the block pool (`kv`), the vLLM scheduler (`vllm`) and the forward-pass
+//! timing models (`timing`). An engine knows nothing about routing or other workers.
+
+pub mod kv;
+pub mod timing;
+pub mod vllm;

@@ -1,0 +1,137 @@
+//! Forward-pass timing models (spec §4.9). The default is DynoSim's polynomial fit; other models
+//! (interpolated tables, AIConfigurator) plug in through [`LatencyModel`].
+
+/// How long a forward pass takes, in milliseconds, before speed-up ratios are applied.
+pub trait LatencyModel: Send + Sync {
+    /// Prefill of `batch_size` sequences with mean prompt span `isl` of which `prefix` tokens were
+    /// already computed (cached or earlier chunks).
+    fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64;
+    /// One decode step of `batch_size` sequences with `active_kv_tokens` of `total_kv_tokens` in
+    /// use and mean context length `context`.
+    fn decode_ms(&self, batch_size: u64, active_kv_tokens: u64, context: u64, total_kv_tokens: u64)
+        -> f64;
+}
+
+/// DynoSim's default polynomial model (spec §4.9.1, §4.9.2).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Polynomial;
+
+impl Polynomial {
+    /// Prefill time of `total_new_tokens` new tokens in one pass.
+    #[inline]
+    pub fn prefill_of_tokens(total_new_tokens: f64) -> f64 {
+        let t = total_new_tokens;
+        (4.209989e-07 * t * t + 1.518344e-02 * t + 1.650142e+01).max(0.0)
+    }
+
+    /// Decode step time at KV utilisation `p` in [0, 1], clamped to at least 1 ms.
+    #[inline]
+    pub fn decode_of_utilisation(p: f64) -> f64 {
+        (-25.74 * p * p + 54.01 * p + 5.74).max(1.0)
+    }
+}
+
+impl LatencyModel for Polynomial {
+    fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
+        let new = isl.saturating_sub(prefix);
+        if batch_size == 0 || new == 0 {
+            return 0.0;
+        }
+        Self::prefill_of_tokens((batch_size * new) as f64)
+    }
+
+    fn decode_ms(&self, batch_size: u64, active_kv_tokens: u64, _context: u64, total_kv_tokens: u64)
+        -> f64 {
+        if batch_size == 0 {
+            return 0.0;
+        }
+        let p = if total_kv_tokens == 0 {
+            1.0
+        } else {
+            active_kv_tokens as f64 / total_kv_tokens as f64
+        };
+        Self::decode_of_utilisation(p)
+    }
+}
+
+/// Applies a speed-up divisor; ratios ≤ 0 mean "no scaling" (spec §4.9.5).
+#[inline]
+pub fn scaled(t_ms: f64, ratio: f64) -> f64 {
+    if ratio > 0.0 {
+        t_ms / ratio
+    } else {
+        t_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn prefill_reference_values() {
+        let m = Polynomial;
+        for (t, want) in [
+            (128, 18.452),
+            (512, 24.386),
+            (1024, 32.491),
+            (2048, 49.363),
+            (4096, 85.756),
+            (8192, 169.137),
+            (16384, 378.278),
+        ] {
+            let got = m.prefill_ms(1, t, 0);
+            assert!(close(got, want, 1e-3), "T={t}: {got} vs {want}");
+        }
+        // Batch and prefix: total new tokens is what counts.
+        assert!(close(m.prefill_ms(2, 1024 + 512, 512), 49.363, 1e-3));
+        assert_eq!(m.prefill_ms(0, 100, 0), 0.0);
+        assert_eq!(m.prefill_ms(3, 100, 100), 0.0);
+    }
+
+    #[test]
+    fn decode_reference_values() {
+        let m = Polynomial;
+        let total = 1_000_000u64;
+        for (p, want) in [
+            (0.0, 5.74),
+            (0.1, 10.8836),
+            (0.25, 17.6337),
+            (0.5, 26.31),
+            (0.75, 31.7688),
+            (1.0, 34.01),
+        ] {
+            let got = m.decode_ms(4, (p * total as f64) as u64, 100, total);
+            assert!(close(got, want, 1e-3), "p={p}: {got} vs {want}");
+        }
+        assert_eq!(m.decode_ms(0, 10, 10, 100), 0.0);
+        // Empty pool counts as full utilisation.
+        assert!(close(m.decode_ms(1, 0, 0, 0), 34.01, 1e-9));
+    }
+
+    #[test]
+    fn worked_vector_4_9_6() {
+        // ISL 2048 on an empty default worker: prefill 49.363 ms, decode at 32 blocks of 64 in
+        // 16384 blocks, first token at ~55.208 ms.
+        let m = Polynomial;
+        let prefill = m.prefill_ms(1, 2048, 0);
+        let total_kv = 16384 * 64;
+        let d1 = m.decode_ms(1, 32 * 64, 2048, total_kv);
+        assert!(close(d1, 5.8454, 1e-4), "{d1}");
+        assert!(close(prefill + d1, 55.208, 1e-3));
+        let d2 = m.decode_ms(1, 33 * 64, 2049, total_kv);
+        // The spec quotes "≈5.850"; the formula gives 5.84868 at p = 33·64 / 1,048,576.
+        assert!(close(d2, 5.84868, 1e-5), "{d2}");
+    }
+
+    #[test]
+    fn speedup_scaling() {
+        assert_eq!(scaled(10.0, 2.0), 5.0);
+        assert_eq!(scaled(10.0, 0.0), 10.0);
+        assert_eq!(scaled(10.0, -1.0), 10.0);
+    }
+}

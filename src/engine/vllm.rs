@@ -1,0 +1,808 @@
+//! One vLLM engine (one DP rank of a worker): waiting and running queues, the KV pool, and the
+//! forward pass of spec §4.4 with preemption (§4.5). A pass is computed eagerly when it starts;
+//! the caller applies its visible effects (tokens, completions) at the pass end.
+
+use super::kv::{KvPool, PrefixMatch};
+use super::timing::{scaled, LatencyModel};
+use crate::config::{EngineArgs, PreemptionMode, WorkerType};
+use std::collections::VecDeque;
+
+const NIL: u32 = u32::MAX;
+
+/// Chains a block's local content hash onto its parent's sequence hash.
+#[inline]
+pub fn chain_hash(parent: u64, local: u64) -> u64 {
+    splitmix(parent ^ splitmix(local.wrapping_add(0x632B_E59B_D9B4_E019)))
+}
+
+#[inline]
+pub fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Root parent hash of every sequence.
+pub const ROOT_HASH: u64 = 0x5EED_0F_D1A0_5EED;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Waiting,
+    Running,
+}
+
+/// A sequence resident on this engine.
+#[derive(Debug, Clone)]
+struct Seq {
+    req: u32,
+    uuid: u64,
+    input: u32,
+    max_output: u32,
+    generated: u32,
+    num_computed: u32,
+    /// Slots of the sequence's blocks, in order.
+    blocks: Vec<u32>,
+    /// Leading blocks that are cached (registered or acquired as hits).
+    registered: u32,
+    /// Full prompt blocks (their hashes come from the request's prompt hashes).
+    prompt_full: u32,
+    /// Hashes of full blocks past the prompt's full blocks (they contain generated tokens).
+    out_hashes: Vec<u64>,
+    status: Status,
+    /// Admitted at least once (a preempted sequence is re-admitted, not fresh).
+    admitted_before: bool,
+    /// Prompt already computed elsewhere (disaggregated decode).
+    prebuilt: bool,
+    /// Work scheduled in the current pass, to undo on preemption.
+    sched_take: u32,
+    sched_prompt_isl: u64,
+    sched_prompt_prefix: u64,
+    sched_pass: u64,
+}
+
+/// What one pass did, for the caller to apply at `end`.
+#[derive(Debug, Default)]
+pub struct PassOutput {
+    /// (request, reused prompt tokens) admitted in this pass, in order.
+    pub admitted: Vec<(u32, u32)>,
+    /// Requests refused for good (prompt larger than the pool or `max_model_len`).
+    pub rejected: Vec<u32>,
+    /// (request, tokens generated so far including this one) that emitted a token at `end`.
+    pub emitted: Vec<(u32, u32)>,
+    /// Requests that reached completion in this pass.
+    pub finished: Vec<u32>,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    /// Requests preempted in this pass.
+    pub preempted: u32,
+    /// Whether the pass changed anything (used by the dead-end guard).
+    pub progressed: bool,
+}
+
+impl PassOutput {
+    pub fn clear(&mut self) {
+        self.admitted.clear();
+        self.rejected.clear();
+        self.emitted.clear();
+        self.finished.clear();
+        self.prefill_ms = 0.0;
+        self.decode_ms = 0.0;
+        self.preempted = 0;
+        self.progressed = false;
+    }
+}
+
+/// A reservation of a prompt's KV on a decode engine (disaggregated hand-off).
+#[derive(Debug, Clone, Copy)]
+pub struct Reservation {
+    pub seq: u32,
+    /// Prompt tokens already present on this engine before the reservation.
+    pub hit_tokens: u32,
+}
+
+#[derive(Debug)]
+enum Sched {
+    Scheduled,
+    /// Nothing to compute (e.g. a prebuilt prompt waiting to sample).
+    Idle,
+    Blocked,
+}
+
+/// One engine instance.
+#[derive(Debug)]
+pub struct Engine<M: LatencyModel> {
+    args: EngineArgs,
+    block_size: u32,
+    model: M,
+    pool: KvPool,
+    seqs: Vec<Seq>,
+    free_seqs: Vec<u32>,
+    waiting: VecDeque<u32>,
+    running: Vec<u32>,
+    pass_no: u64,
+    hash_buf: Vec<u64>,
+}
+
+impl<M: LatencyModel> Engine<M> {
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
+        let cap = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
+        Engine {
+            block_size: args.block_size.max(1),
+            args: args.clone(),
+            model,
+            pool: KvPool::new(cap, record_kv_events),
+            seqs: Vec::new(),
+            free_seqs: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            pass_no: 0,
+            hash_buf: Vec::new(),
+        }
+    }
+
+    pub fn pool(&self) -> &KvPool {
+        &self.pool
+    }
+
+    pub fn pool_mut(&mut self) -> &mut KvPool {
+        &mut self.pool
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Whether a pass started now would have anything to do.
+    pub fn has_work(&self) -> bool {
+        !self.waiting.is_empty() || !self.running.is_empty()
+    }
+
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn new_seq(&mut self, req: u32, uuid: u64, input: u32, max_output: u32) -> u32 {
+        let seq = Seq {
+            req,
+            uuid,
+            input,
+            max_output,
+            generated: 0,
+            num_computed: 0,
+            blocks: Vec::new(),
+            registered: 0,
+            prompt_full: input / self.block_size,
+            out_hashes: Vec::new(),
+            status: Status::Waiting,
+            admitted_before: false,
+            prebuilt: false,
+            sched_take: 0,
+            sched_prompt_isl: 0,
+            sched_prompt_prefix: 0,
+            sched_pass: u64::MAX,
+        };
+        match self.free_seqs.pop() {
+            Some(id) => {
+                let old_blocks = std::mem::take(&mut self.seqs[id as usize].blocks);
+                let old_out = std::mem::take(&mut self.seqs[id as usize].out_hashes);
+                self.seqs[id as usize] = Seq {
+                    blocks: reuse(old_blocks),
+                    out_hashes: reuse(old_out),
+                    ..seq
+                };
+                id
+            }
+            None => {
+                self.seqs.push(seq);
+                (self.seqs.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Queues a new request (`max_output` already adjusted for the worker's role).
+    pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32) {
+        let s = self.new_seq(req, uuid, input, max_output);
+        self.waiting.push_back(s);
+    }
+
+    /// Reserves the full prompt of a request handed over from a prefill engine: prompt blocks
+    /// present here are taken as hits, the rest allocated (and registered as they are full).
+    /// Returns `None` when the pool cannot hold it now.
+    pub fn reserve_prebuilt(
+        &mut self,
+        req: u32,
+        uuid: u64,
+        input: u32,
+        max_output: u32,
+        prompt: &[u64],
+    ) -> Option<Reservation> {
+        let bs = self.block_size;
+        let total_blocks = input.div_ceil(bs);
+        let m = if self.args.enable_prefix_caching {
+            self.pool.match_prefix(&prompt[..(input / bs) as usize])
+        } else {
+            PrefixMatch::default()
+        };
+        let hits = m.blocks;
+        let inactive_hits = hits - m.active_blocks;
+        let fresh = total_blocks - hits;
+        if fresh + inactive_hits > self.pool.available() {
+            return None;
+        }
+        let s = self.new_seq(req, uuid, input, max_output);
+        let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+        for h in &prompt[..hits as usize] {
+            if let Some(slot) = self.pool.acquire(*h) {
+                blocks.push(slot);
+            }
+        }
+        let ok = self.pool.allocate(fresh, &mut blocks);
+        debug_assert!(ok);
+        for j in hits..input / bs {
+            self.pool.register(blocks[j as usize], prompt[j as usize], true);
+        }
+        let seq = &mut self.seqs[s as usize];
+        seq.blocks = blocks;
+        seq.registered = input / bs;
+        seq.num_computed = input;
+        seq.prebuilt = true;
+        Some(Reservation {
+            seq: s,
+            hit_tokens: (hits * bs).min(input),
+        })
+    }
+
+    /// Makes a reserved hand-off schedulable (queued for admission).
+    pub fn activate(&mut self, seq: u32) {
+        self.waiting.push_back(seq);
+    }
+
+    /// Releases the blocks of a sequence, suffix first, and recycles it.
+    fn free_seq(&mut self, s: u32) {
+        let blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+        for &b in blocks.iter().rev() {
+            self.pool.release(b);
+        }
+        self.seqs[s as usize].blocks = reuse(blocks);
+        self.free_seqs.push(s);
+    }
+
+    /// Hash of full block `j` of sequence `s` (prompt hash, or a hash unique to the request
+    /// for blocks holding generated tokens).
+    fn block_hash(&mut self, s: u32, j: u32, prompt: &[u64]) -> u64 {
+        let seq = &mut self.seqs[s as usize];
+        if j < seq.prompt_full {
+            return prompt[j as usize];
+        }
+        let k = (j - seq.prompt_full) as usize;
+        while seq.out_hashes.len() <= k {
+            let idx = seq.prompt_full + seq.out_hashes.len() as u32;
+            let parent = if idx == 0 {
+                ROOT_HASH
+            } else if idx - 1 < seq.prompt_full {
+                prompt[(idx - 1) as usize]
+            } else {
+                seq.out_hashes[(idx - 1 - seq.prompt_full) as usize]
+            };
+            let local = splitmix(seq.uuid ^ (idx as u64) << 40 ^ 0xA5A5_0000_0000_0001);
+            seq.out_hashes.push(chain_hash(parent, local));
+        }
+        seq.out_hashes[k]
+    }
+
+    fn seq_len(&self, s: u32) -> u32 {
+        let seq = &self.seqs[s as usize];
+        seq.input + seq.generated
+    }
+
+    /// Output tokens the sequence may still generate (`max_model_len` included).
+    fn remaining_output(&self, s: u32) -> u32 {
+        let seq = &self.seqs[s as usize];
+        let mut rem = seq.max_output - seq.generated;
+        if let Some(limit) = self.args.max_model_len {
+            let len = (seq.input + seq.generated) as u64;
+            rem = rem.min(limit.saturating_sub(len) as u32);
+        }
+        rem
+    }
+
+    /// Prefix hits of a fresh (re-)admission: (cached blocks to acquire, active among them).
+    fn prefill_hits(&mut self, s: u32, prompt: &[u64]) -> PrefixMatch {
+        if !self.args.enable_prefix_caching {
+            return PrefixMatch::default();
+        }
+        let len = self.seq_len(s);
+        // vLLM recomputes the last token: at most floor((len-1)/bs) blocks can be reused.
+        let cap = len.saturating_sub(1) / self.block_size;
+        let prompt_full = self.seqs[s as usize].prompt_full;
+        if cap <= prompt_full {
+            return self.pool.match_prefix(&prompt[..cap as usize]);
+        }
+        let mut buf = std::mem::take(&mut self.hash_buf);
+        buf.clear();
+        buf.extend_from_slice(&prompt[..prompt_full as usize]);
+        for j in prompt_full..cap {
+            let h = self.block_hash(s, j, prompt);
+            buf.push(h);
+        }
+        let m = self.pool.match_prefix(&buf);
+        self.hash_buf = buf;
+        m
+    }
+
+    /// Schedules work of one sequence within `budget` (spec §4.4 step 2).
+    #[allow(clippy::too_many_arguments)]
+    fn schedule(
+        &mut self,
+        s: u32,
+        cached_tokens: u32,
+        budget: &mut u64,
+        acc: &mut (u64, u64, u64),
+        prompt: &[u64],
+        running_pos: Option<&mut usize>,
+        preempted: &mut u32,
+    ) -> Sched {
+        let bs = self.block_size;
+        let len = self.seq_len(s);
+        let seq = &self.seqs[s as usize];
+        let eff_before = seq.num_computed + cached_tokens;
+        let input = seq.input;
+        let prompt_before = eff_before.min(input);
+        let remaining_known = len.saturating_sub(eff_before);
+        let prompt_remaining = input - prompt_before;
+        if remaining_known == 0 {
+            return Sched::Idle;
+        }
+        if !self.args.enable_chunked_prefill && prompt_remaining as u64 > *budget {
+            return Sched::Blocked;
+        }
+        let take = (remaining_known as u64).min(*budget) as u32;
+        if take == 0 {
+            return Sched::Blocked;
+        }
+        let target_blocks = (eff_before + take).div_ceil(bs);
+        let mut pos = running_pos;
+        loop {
+            let have = self.seqs[s as usize].blocks.len() as u32;
+            let need = target_blocks.saturating_sub(have);
+            let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+            let ok = self.pool.allocate(need, &mut blocks);
+            self.seqs[s as usize].blocks = blocks;
+            if ok {
+                break;
+            }
+            // Preempt a victim (spec §4.5) and retry.
+            if self.running.is_empty() {
+                return Sched::Blocked;
+            }
+            let vi = match self.args.preemption_mode {
+                PreemptionMode::Lifo => self.running.len() - 1,
+                PreemptionMode::Fifo => 0,
+            };
+            let victim = self.running.remove(vi);
+            if let Some(p) = pos.as_deref_mut() {
+                if vi < *p {
+                    *p -= 1;
+                }
+            }
+            self.preempt(victim, budget, acc);
+            *preempted += 1;
+            if victim == s {
+                return Sched::Blocked;
+            }
+        }
+        let new_computed = eff_before + take;
+        let full = new_computed / bs;
+        let mut j = self.seqs[s as usize].registered;
+        while j < full {
+            let h = self.block_hash(s, j, prompt);
+            let slot = self.seqs[s as usize].blocks[j as usize];
+            let visible = j < self.seqs[s as usize].prompt_full;
+            self.pool.register(slot, h, visible);
+            j += 1;
+        }
+        let pass = self.pass_no;
+        let decode_worker = self.args.worker_type == WorkerType::Decode;
+        let seq = &mut self.seqs[s as usize];
+        seq.registered = seq.registered.max(full);
+        seq.num_computed = new_computed;
+        let prompt_now = take.min(prompt_remaining);
+        let (isl, prefix) = if prompt_now > 0 && !decode_worker {
+            acc.0 += 1;
+            acc.1 += (prompt_before + prompt_now) as u64;
+            acc.2 += prompt_before as u64;
+            ((prompt_before + prompt_now) as u64, prompt_before as u64)
+        } else {
+            (0, 0)
+        };
+        seq.sched_take = take;
+        seq.sched_prompt_isl = isl;
+        seq.sched_prompt_prefix = prefix;
+        seq.sched_pass = pass;
+        *budget -= take as u64;
+        Sched::Scheduled
+    }
+
+    fn preempt(&mut self, victim: u32, budget: &mut u64, acc: &mut (u64, u64, u64)) {
+        let pass = self.pass_no;
+        let seq = &mut self.seqs[victim as usize];
+        if seq.sched_pass == pass {
+            *budget += seq.sched_take as u64;
+            if seq.sched_prompt_isl > 0 {
+                acc.0 -= 1;
+                acc.1 -= seq.sched_prompt_isl;
+                acc.2 -= seq.sched_prompt_prefix;
+            }
+            seq.sched_pass = u64::MAX;
+        }
+        seq.num_computed = 0;
+        seq.registered = 0;
+        seq.status = Status::Waiting;
+        seq.prebuilt = false;
+        let blocks = std::mem::take(&mut seq.blocks);
+        for &b in blocks.iter().rev() {
+            self.pool.release(b);
+        }
+        self.seqs[victim as usize].blocks = reuse(blocks);
+        self.waiting.push_front(victim);
+    }
+
+    /// Runs one forward pass starting at `now`; returns its duration in ms. `prompts[req]` holds
+    /// the prompt's full-block sequence hashes of every request resident here.
+    pub fn step(&mut self, prompts: &[Vec<u64>], out: &mut PassOutput) -> f64 {
+        out.clear();
+        self.pass_no += 1;
+        let bs = self.block_size;
+        let mut budget = self.args.max_num_batched_tokens.unwrap_or(u64::MAX);
+        let mut acc = (0u64, 0u64, 0u64);
+        let mut preempted = 0u32;
+
+        // 1. Running sequences first.
+        let mut i = 0usize;
+        while i < self.running.len() && budget > 0 {
+            let s = self.running[i];
+            let req = self.seqs[s as usize].req as usize;
+            let mut pos = i;
+            match self.schedule(
+                s,
+                0,
+                &mut budget,
+                &mut acc,
+                &prompts[req],
+                Some(&mut pos),
+                &mut preempted,
+            ) {
+                Sched::Scheduled | Sched::Idle => i = pos + 1,
+                Sched::Blocked => break,
+            }
+        }
+
+        // 2. Admit waiting sequences, head of line, unless this pass preempted.
+        let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
+        if preempted == 0 {
+            while (self.running.len() as u64) < max_seqs && budget > 0 {
+                let Some(&s) = self.waiting.front() else {
+                    break;
+                };
+                let req = self.seqs[s as usize].req;
+                let len = self.seq_len(s);
+                let known_blocks = len.div_ceil(bs);
+                let prebuilt = self.seqs[s as usize].prebuilt;
+                let too_long = self
+                    .args
+                    .max_model_len
+                    .is_some_and(|m| self.seqs[s as usize].input as u64 >= m);
+                if !prebuilt && (known_blocks > self.pool.capacity() || too_long) {
+                    self.waiting.pop_front();
+                    out.rejected.push(req);
+                    out.progressed = true;
+                    self.free_seq(s);
+                    continue;
+                }
+                let prompt = &prompts[req as usize];
+                let (m, held) = if prebuilt {
+                    (PrefixMatch::default(), self.seqs[s as usize].blocks.len() as u32)
+                } else {
+                    (self.prefill_hits(s, prompt), 0)
+                };
+                let needed = known_blocks.saturating_sub(m.active_blocks + held);
+                let free = self.pool.capacity() - self.pool.num_active();
+                if needed > free {
+                    break;
+                }
+                // Take the hits, then schedule with the precomputed prefill cost.
+                let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+                if !prebuilt {
+                    for j in 0..m.blocks {
+                        let h = if j < self.seqs[s as usize].prompt_full {
+                            prompt[j as usize]
+                        } else {
+                            self.seqs[s as usize].out_hashes
+                                [(j - self.seqs[s as usize].prompt_full) as usize]
+                        };
+                        if let Some(slot) = self.pool.acquire(h) {
+                            blocks.push(slot);
+                        }
+                    }
+                    self.seqs[s as usize].registered = m.blocks;
+                }
+                self.seqs[s as usize].blocks = blocks;
+                let cached_tokens = if prebuilt { 0 } else { (m.blocks * bs).min(len) };
+                let res = self.schedule(
+                    s,
+                    cached_tokens,
+                    &mut budget,
+                    &mut acc,
+                    prompt,
+                    None,
+                    &mut preempted,
+                );
+                if let Sched::Blocked = res {
+                    // Give the hits back and stop admitting.
+                    if !prebuilt {
+                        let blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+                        for &b in blocks.iter().rev() {
+                            self.pool.release(b);
+                        }
+                        self.seqs[s as usize].blocks = reuse(blocks);
+                        self.seqs[s as usize].registered = 0;
+                    }
+                    break;
+                }
+                self.waiting.pop_front();
+                let seq = &mut self.seqs[s as usize];
+                seq.status = Status::Running;
+                let reused = if seq.admitted_before && !seq.prebuilt {
+                    cached_tokens.min(seq.input)
+                } else if seq.prebuilt {
+                    0
+                } else {
+                    cached_tokens.min(seq.input)
+                };
+                seq.admitted_before = true;
+                self.running.push(s);
+                out.admitted.push((req, reused));
+                out.progressed = true;
+            }
+        }
+
+        // 3. Prefill time.
+        let is_decode = self.args.worker_type == WorkerType::Decode;
+        let is_prefill = self.args.worker_type == WorkerType::Prefill;
+        let mut prefill_ms = 0.0;
+        if acc.0 > 0 && !is_decode {
+            let mean_isl = acc.1 / acc.0;
+            let mean_prefix = acc.2 / acc.0;
+            prefill_ms = scaled(
+                self.model.prefill_ms(acc.0, mean_isl, mean_prefix),
+                self.args.speedup_ratio,
+            );
+            out.progressed = true;
+        }
+
+        // 4. Token emission for every sequence whose known tokens are all computed.
+        let mut ready = 0u64;
+        let mut ctx_sum = 0u64;
+        for &s in &self.running {
+            let seq = &self.seqs[s as usize];
+            let len = seq.input + seq.generated;
+            if seq.num_computed >= len {
+                ready += 1;
+                ctx_sum += len as u64;
+            }
+        }
+        let mut decode_ms = 0.0;
+        if ready > 0 && !is_prefill {
+            let active_kv = self.pool.num_active() as u64 * bs as u64;
+            let total_kv = self.pool.capacity() as u64 * bs as u64;
+            let ratio = if self.args.speedup_ratio > 0.0 && self.args.decode_speedup_ratio > 0.0 {
+                self.args.speedup_ratio * self.args.decode_speedup_ratio
+            } else if self.args.speedup_ratio > 0.0 {
+                self.args.speedup_ratio
+            } else {
+                self.args.decode_speedup_ratio
+            };
+            decode_ms = scaled(
+                self.model.decode_ms(ready, active_kv, ctx_sum / ready, total_kv),
+                ratio,
+            );
+        }
+        if ready > 0 {
+            let mut k = 0usize;
+            while k < self.running.len() {
+                let s = self.running[k];
+                let seq = &self.seqs[s as usize];
+                if seq.num_computed < seq.input + seq.generated {
+                    k += 1;
+                    continue;
+                }
+                let req = seq.req;
+                let mut done = self.remaining_output(s) == 0;
+                if !done {
+                    let seq = &mut self.seqs[s as usize];
+                    seq.generated += 1;
+                    out.emitted.push((req, seq.generated));
+                    done = self.remaining_output(s) == 0;
+                }
+                out.progressed = true;
+                if done {
+                    self.running.remove(k);
+                    out.finished.push(req);
+                    self.free_seq(s);
+                } else {
+                    k += 1;
+                }
+            }
+        }
+        out.prefill_ms = prefill_ms;
+        out.decode_ms = decode_ms;
+        out.preempted = preempted;
+        if preempted > 0 {
+            out.progressed = true;
+        }
+        prefill_ms + decode_ms
+    }
+}
+
+fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
+    v.clear();
+    v
+}
+
+/// Full-block sequence hashes of a prompt whose content is given as trace blocks: each id covers
+/// `trace_block_size` identical tokens (spec §2.2).
+pub fn prompt_hashes_from_blocks(
+    ids: &[u32],
+    trace_block_size: u32,
+    input: u32,
+    block_size: u32,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    let full = input / block_size;
+    let tbs = trace_block_size as u64;
+    let bs = block_size as u64;
+    let mut parent = ROOT_HASH;
+    for j in 0..full as u64 {
+        let start = j * bs;
+        let end = start + bs;
+        let mut local = 0xC0FF_EE00_u64;
+        let mut t = start;
+        while t < end {
+            let id_idx = (t / tbs) as usize;
+            let run_end = ((id_idx as u64 + 1) * tbs).min(end);
+            let id = ids.get(id_idx).copied().unwrap_or(u32::MAX) as u64;
+            local = splitmix(local ^ splitmix((id << 32) | (run_end - t)));
+            t = run_end;
+        }
+        parent = chain_hash(parent, local);
+        out.push(parent);
+    }
+}
+
+/// Full-block hashes of a prompt of pseudo-random tokens unique to request `uuid`.
+pub fn prompt_hashes_unique(uuid: u64, input: u32, block_size: u32, out: &mut Vec<u64>) {
+    out.clear();
+    let mut parent = ROOT_HASH;
+    for j in 0..(input / block_size) as u64 {
+        parent = chain_hash(parent, splitmix(uuid.wrapping_mul(0x1_0000_0001) ^ (j << 48) ^ 0x77));
+        out.push(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::timing::Polynomial;
+
+    fn engine(args: EngineArgs) -> Engine<Polynomial> {
+        Engine::new(&args, Polynomial, false)
+    }
+
+    #[test]
+    fn worked_vector_single_request() {
+        let mut e = engine(EngineArgs::default());
+        let mut prompts = vec![Vec::new()];
+        prompt_hashes_unique(1, 2048, 64, &mut prompts[0]);
+        e.enqueue(0, 1, 2048, 3);
+        let mut out = PassOutput::default();
+        let t1 = e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        assert_eq!(out.emitted, vec![(0, 1)]);
+        assert!((out.prefill_ms - 49.363).abs() < 1e-3);
+        assert!((out.decode_ms - 5.8454).abs() < 1e-4);
+        assert!((t1 - 55.208).abs() < 1e-3);
+        let t2 = e.step(&prompts, &mut out);
+        assert_eq!(out.emitted, vec![(0, 2)]);
+        assert!((t2 - 5.84868).abs() < 1e-5);
+        let _ = e.step(&prompts, &mut out);
+        assert_eq!(out.finished, vec![0]);
+        assert!(!e.has_work());
+        assert_eq!(e.pool().num_active(), 0);
+    }
+
+    #[test]
+    fn prefix_reuse_respects_recompute_rule() {
+        let mut e = engine(EngineArgs::default());
+        let mut prompts = vec![Vec::new(), Vec::new()];
+        let ids = [1u32, 2];
+        prompt_hashes_from_blocks(&ids, 64, 128, 64, &mut prompts[0]);
+        prompt_hashes_from_blocks(&ids, 64, 128, 64, &mut prompts[1]);
+        e.enqueue(0, 1, 128, 1);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.finished, vec![0]);
+        e.enqueue(1, 2, 128, 1);
+        e.step(&prompts, &mut out);
+        // Block-aligned, fully cached prompt: the last block is recomputed.
+        assert_eq!(out.admitted, vec![(1, 64)]);
+    }
+
+    #[test]
+    fn trace_block_expansion_shares_prefixes() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        prompt_hashes_from_blocks(&[5, 6], 512, 1024, 64, &mut a);
+        prompt_hashes_from_blocks(&[5, 7], 512, 1000, 64, &mut b);
+        assert_eq!(a.len(), 16);
+        assert_eq!(b.len(), 15);
+        assert_eq!(a[..8], b[..8]);
+        assert_ne!(a[8], b[8]);
+        // Non-dividing sizes: a block straddling two ids differs when the second id differs.
+        prompt_hashes_from_blocks(&[5, 6], 512, 1024, 100, &mut a);
+        prompt_hashes_from_blocks(&[5, 7], 512, 1024, 100, &mut b);
+        assert_eq!(a[..5], b[..5]);
+        assert_ne!(a[5], b[5]);
+    }
+
+    #[test]
+    fn preemption_when_pool_is_exhausted() {
+        let args = EngineArgs {
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let mut prompts = vec![Vec::new(), Vec::new()];
+        prompt_hashes_unique(1, 7, 4, &mut prompts[0]);
+        prompt_hashes_unique(2, 7, 4, &mut prompts[1]);
+        e.enqueue(0, 1, 7, 4);
+        e.enqueue(1, 2, 7, 4);
+        let mut out = PassOutput::default();
+        let mut finished = Vec::new();
+        let mut preemptions = 0;
+        for _ in 0..100 {
+            if !e.has_work() {
+                break;
+            }
+            e.step(&prompts, &mut out);
+            preemptions += out.preempted;
+            finished.extend_from_slice(&out.finished);
+            assert!(e.pool().num_active() <= 4);
+        }
+        finished.sort();
+        assert_eq!(finished, vec![0, 1]);
+        assert!(preemptions > 0);
+    }
+
+    #[test]
+    fn oversized_prompt_is_rejected() {
+        let args = EngineArgs {
+            num_gpu_blocks: 2,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = vec![Vec::new()];
+        e.enqueue(0, 1, 9, 1);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.rejected, vec![0]);
+        assert!(!e.has_work());
+    }
+}
