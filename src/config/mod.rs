@@ -220,6 +220,12 @@ impl Sla {
     }
 }
 
+impl SimConfig {
+    pub fn topology_is_disaggregated(&self) -> bool {
+        matches!(self.topology, Topology::Disaggregated { .. })
+    }
+}
+
 /// Everything one simulation needs besides the workload. Plain data: a sweep point resolves to one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {

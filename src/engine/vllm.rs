@@ -7,7 +7,6 @@ use super::timing::{scaled, LatencyModel};
 use crate::config::{EngineArgs, PreemptionMode, WorkerType};
 use std::collections::VecDeque;
 
-const NIL: u32 = u32::MAX;
 
 /// Chains a block's local content hash onto its parent's sequence hash.
 #[inline]
@@ -122,6 +121,8 @@ pub struct Engine<M: LatencyModel> {
     running: Vec<u32>,
     pass_no: u64,
     hash_buf: Vec<u64>,
+    /// Finished prefill-only sequences whose KV is held until handed over: (request, seq).
+    held: Vec<(u32, u32)>,
 }
 
 impl<M: LatencyModel> Engine<M> {
@@ -138,6 +139,7 @@ impl<M: LatencyModel> Engine<M> {
             running: Vec::new(),
             pass_no: 0,
             hash_buf: Vec::new(),
+            held: Vec::new(),
         }
     }
 
@@ -260,6 +262,14 @@ impl<M: LatencyModel> Engine<M> {
     /// Makes a reserved hand-off schedulable (queued for admission).
     pub fn activate(&mut self, seq: u32) {
         self.waiting.push_back(seq);
+    }
+
+    /// Releases the KV a finished prefill-only request held for its hand-off.
+    pub fn release_held(&mut self, req: u32) {
+        if let Some(i) = self.held.iter().position(|&(r, _)| r == req) {
+            let (_, s) = self.held.swap_remove(i);
+            self.free_seq(s);
+        }
     }
 
     /// Releases the blocks of a sequence, suffix first, and recycles it.
@@ -633,7 +643,12 @@ impl<M: LatencyModel> Engine<M> {
                 if done {
                     self.running.remove(k);
                     out.finished.push(req);
-                    self.free_seq(s);
+                    if is_prefill {
+                        // The source KV stays until the decode side has it (spec §7.2).
+                        self.held.push((req, s));
+                    } else {
+                        self.free_seq(s);
+                    }
                 } else {
                     k += 1;
                 }

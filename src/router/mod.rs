@@ -1,1 +1,456 @@
-//! Request routing: round robin and the KV-aware router.
+//! Request routing (spec §6): round robin and the KV-aware router with its cost function,
+//! active-load tracking, seeded tie-breaking and optional queueing. Routers see workers only as
+//! targets `0..n` (worker-major, then DP rank) and learn about KV contents through events.
+
+use crate::config::{QueuePolicy, RouterConfig};
+use crate::engine::kv::KvEvent;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rustc_hash::FxHashMap;
+
+/// Cyclic counter over targets (spec §6.1).
+#[derive(Debug, Clone, Default)]
+pub struct RoundRobin {
+    next: usize,
+}
+
+impl RoundRobin {
+    pub fn pick(&mut self, num_targets: usize) -> usize {
+        let t = self.next % num_targets;
+        self.next = (t + 1) % num_targets;
+        t
+    }
+}
+
+/// A request as the KV router sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteRequest<'a> {
+    /// Full-block sequence hashes of the prompt.
+    pub hashes: &'a [u64],
+    pub isl: u32,
+    /// Unique key for blocks the tracker must not share (partial tail, no-reuse mode).
+    pub uuid: u64,
+}
+
+/// Routing decision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    pub target: usize,
+    /// Prompt tokens the chosen target already holds per the indexer.
+    pub overlap_tokens: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TargetLoad {
+    prefill_tokens: u64,
+    /// Prompt-block hash -> number of active requests holding it.
+    blocks: FxHashMap<u64, u32>,
+    /// Blocks tracked as unique (never shared): partial tails, no-reuse mode.
+    unique_blocks: u64,
+    requests: u64,
+}
+
+/// Per-request bookkeeping of the tracker.
+#[derive(Debug, Clone)]
+struct Routed {
+    target: usize,
+    prefill_tokens: u64,
+    prefill_done: bool,
+    shared: u32,
+    unique: u64,
+}
+
+/// The KV router of one pool (spec §6.2–6.5).
+#[derive(Debug)]
+pub struct KvRouter {
+    cfg: RouterConfig,
+    num_targets: usize,
+    block_size: u32,
+    /// Busy threshold in prefill tokens (`router_queue_threshold × max_num_batched_tokens`).
+    busy_tokens: Option<f64>,
+    words: usize,
+    index: FxHashMap<u64, u32>,
+    masks: Vec<u64>,
+    free_masks: Vec<u32>,
+    loads: Vec<TargetLoad>,
+    routed: FxHashMap<u32, Routed>,
+    hashes_of: FxHashMap<u32, Vec<u64>>,
+    rng: StdRng,
+    scratch_overlap: Vec<u32>,
+    scratch_alive: Vec<u64>,
+    scratch_logits: Vec<f64>,
+}
+
+impl KvRouter {
+    pub fn new(
+        cfg: &RouterConfig,
+        num_targets: usize,
+        block_size: u32,
+        max_num_batched_tokens: Option<u64>,
+        seed: u64,
+    ) -> Self {
+        let busy_tokens = match (cfg.router_queue_threshold, max_num_batched_tokens) {
+            (Some(th), Some(mnbt)) => Some(th * mnbt as f64),
+            (Some(_), None) => None,
+            (None, _) => None,
+        };
+        let words = num_targets.div_ceil(64).max(1);
+        KvRouter {
+            cfg: cfg.clone(),
+            num_targets,
+            block_size: block_size.max(1),
+            busy_tokens,
+            words,
+            index: FxHashMap::default(),
+            masks: Vec::new(),
+            free_masks: Vec::new(),
+            loads: vec![TargetLoad::default(); num_targets],
+            routed: FxHashMap::default(),
+            hashes_of: FxHashMap::default(),
+            rng: StdRng::seed_from_u64(seed),
+            scratch_overlap: vec![0; num_targets],
+            scratch_alive: vec![0; words],
+            scratch_logits: vec![0.0; num_targets],
+        }
+    }
+
+    /// Whether queueing is configured.
+    pub fn queues(&self) -> bool {
+        self.busy_tokens.is_some()
+    }
+
+    /// Applies a worker's KV events to the indexer.
+    pub fn apply_event(&mut self, target: usize, ev: KvEvent) {
+        let (w, bit) = (target / 64, 1u64 << (target % 64));
+        match ev {
+            KvEvent::Stored(h) => {
+                let words = self.words;
+                let slot = match self.index.get(&h) {
+                    Some(&s) => s,
+                    None => {
+                        let s = match self.free_masks.pop() {
+                            Some(s) => s,
+                            None => {
+                                self.masks.extend(std::iter::repeat_n(0, words));
+                                (self.masks.len() / words - 1) as u32
+                            }
+                        };
+                        self.index.insert(h, s);
+                        s
+                    }
+                };
+                self.masks[slot as usize * words + w] |= bit;
+            }
+            KvEvent::Removed(h) => {
+                if let Some(&s) = self.index.get(&h) {
+                    let base = s as usize * self.words;
+                    self.masks[base + w] &= !bit;
+                    if self.masks[base..base + self.words].iter().all(|&m| m == 0) {
+                        self.index.remove(&h);
+                        self.free_masks.push(s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Overlap in blocks of the prompt with every target's cache, into `scratch_overlap`.
+    fn compute_overlaps(&mut self, hashes: &[u64]) {
+        self.scratch_overlap.iter_mut().for_each(|o| *o = 0);
+        let words = self.words;
+        for (wi, a) in self.scratch_alive.iter_mut().enumerate() {
+            let bits = (self.num_targets - wi * 64).min(64);
+            *a = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        }
+        for h in hashes {
+            let Some(&s) = self.index.get(h) else {
+                break;
+            };
+            let base = s as usize * words;
+            let mut any = false;
+            for wi in 0..words {
+                self.scratch_alive[wi] &= self.masks[base + wi];
+                let mut m = self.scratch_alive[wi];
+                any |= m != 0;
+                while m != 0 {
+                    let b = m.trailing_zeros() as usize;
+                    self.scratch_overlap[wi * 64 + b] += 1;
+                    m &= m - 1;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    /// Whether every target is busy (queueing configured).
+    pub fn all_busy(&self) -> bool {
+        match self.busy_tokens {
+            Some(th) => self.loads.iter().all(|l| l.prefill_tokens as f64 > th),
+            None => false,
+        }
+    }
+
+    fn request_blocks(&self, r: &RouteRequest) -> u64 {
+        (r.isl as u64).div_ceil(self.block_size as u64)
+    }
+
+    /// Chooses a target for `req` (index `id` in the simulation) and starts tracking it.
+    pub fn route(&mut self, id: u32, r: &RouteRequest) -> Decision {
+        let bs = self.block_size as f64;
+        self.compute_overlaps(r.hashes);
+        let request_blocks = self.request_blocks(r).max(1);
+        let track_prefill = self.cfg.router_track_prefill_tokens;
+        let min_prefill = self
+            .loads
+            .iter()
+            .map(|l| l.prefill_tokens)
+            .min()
+            .unwrap_or(0);
+        for t in 0..self.num_targets {
+            let overlap = self.scratch_overlap[t] as f64;
+            let load = &self.loads[t];
+            let cached = overlap * bs;
+            let isl = r.isl as f64;
+            let raw_prefill = if track_prefill {
+                load.prefill_tokens as f64 + (isl - cached.min(isl)) + cached
+            } else {
+                0.0
+            };
+            let decay = if self.cfg.overlap_score_credit_decay > 0.0 && track_prefill {
+                let excess = (load.prefill_tokens - min_prefill) as f64 / bs;
+                1.0 / (1.0 + self.cfg.overlap_score_credit_decay * excess / request_blocks as f64)
+            } else {
+                1.0
+            };
+            let credit = self.cfg.overlap_score_credit * decay * overlap;
+            let prefill_cost = self.cfg.prefill_load_scale * (raw_prefill / bs - credit).max(0.0);
+            let decode_blocks = if self.cfg.router_track_active_blocks {
+                let depth = if self.cfg.router_assume_kv_reuse {
+                    r.hashes
+                        .iter()
+                        .take_while(|h| load.blocks.contains_key(h))
+                        .count() as u64
+                } else {
+                    0
+                };
+                let active = load.blocks.len() as u64 + load.unique_blocks;
+                (active + request_blocks.saturating_sub(depth)) as f64
+            } else {
+                0.0
+            };
+            self.scratch_logits[t] = prefill_cost
+                + decode_blocks
+                + self.cfg.decode_active_request_weight * load.requests as f64;
+        }
+        let target = self.select();
+        let overlap_blocks = self.scratch_overlap[target];
+        let overlap_tokens = ((overlap_blocks as u64 * self.block_size as u64) as u32).min(r.isl);
+        self.track(id, target, r, overlap_tokens);
+        Decision {
+            target,
+            overlap_tokens,
+        }
+    }
+
+    fn select(&mut self) -> usize {
+        let logits = &self.scratch_logits;
+        let temp = self.cfg.router_temperature;
+        if temp > 0.0 {
+            let lmin = logits.iter().cloned().fold(f64::INFINITY, f64::min);
+            let lmax = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            if lmax > lmin {
+                let range = (lmax - lmin) * temp;
+                let total: f64 = logits.iter().map(|l| (-(l - lmin) / range).exp()).sum();
+                let mut u = self.rng.random::<f64>() * total;
+                for (i, l) in logits.iter().enumerate() {
+                    u -= (-(l - lmin) / range).exp();
+                    if u <= 0.0 {
+                        return i;
+                    }
+                }
+                return logits.len() - 1;
+            }
+            return self.rng.random_range(0..logits.len());
+        }
+        // Argmin; ties broken uniformly at random by reservoir sampling.
+        let mut best = 0usize;
+        let mut best_val = f64::INFINITY;
+        let mut ties = 0u32;
+        for (i, &l) in logits.iter().enumerate() {
+            if l < best_val {
+                best_val = l;
+                best = i;
+                ties = 1;
+            } else if l == best_val {
+                ties += 1;
+                if self.rng.random_range(0..ties) == 0 {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+
+    fn track(&mut self, id: u32, target: usize, r: &RouteRequest, overlap_tokens: u32) {
+        let load = &mut self.loads[target];
+        let prefill_tokens = if self.cfg.router_track_prefill_tokens {
+            (r.isl - overlap_tokens.min(r.isl)) as u64
+        } else {
+            0
+        };
+        load.prefill_tokens += prefill_tokens;
+        load.requests += 1;
+        let request_blocks = (r.isl as u64).div_ceil(self.block_size as u64);
+        let (shared, unique) = if !self.cfg.router_track_active_blocks {
+            (0, 0)
+        } else if self.cfg.router_assume_kv_reuse {
+            for h in r.hashes {
+                *load.blocks.entry(*h).or_insert(0) += 1;
+            }
+            (
+                r.hashes.len() as u32,
+                request_blocks - r.hashes.len() as u64,
+            )
+        } else {
+            (0, request_blocks)
+        };
+        load.unique_blocks += unique;
+        if shared > 0 {
+            self.hashes_of.insert(id, r.hashes.to_vec());
+        }
+        self.routed.insert(
+            id,
+            Routed {
+                target,
+                prefill_tokens,
+                prefill_done: false,
+                shared,
+                unique,
+            },
+        );
+    }
+
+    /// The request emitted its first token (or terminated): its prefill load is gone.
+    pub fn prefill_completed(&mut self, id: u32) {
+        if let Some(r) = self.routed.get_mut(&id) {
+            if !r.prefill_done {
+                r.prefill_done = true;
+                self.loads[r.target].prefill_tokens -= r.prefill_tokens;
+            }
+        }
+    }
+
+    /// The request finished on its target: stop tracking it.
+    pub fn free(&mut self, id: u32) {
+        self.prefill_completed(id);
+        let Some(r) = self.routed.remove(&id) else {
+            return;
+        };
+        let load = &mut self.loads[r.target];
+        load.requests -= 1;
+        load.unique_blocks -= r.unique;
+        if r.shared > 0 {
+            if let Some(hs) = self.hashes_of.remove(&id) {
+                for h in hs {
+                    if let Some(c) = load.blocks.get_mut(&h) {
+                        *c -= 1;
+                        if *c == 0 {
+                            load.blocks.remove(&h);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Priority key of a queued request (higher pops first), spec §6.5.
+    pub fn queue_key(
+        &mut self,
+        policy: QueuePolicy,
+        priority: i32,
+        arrival_s: f64,
+        r: &RouteRequest,
+    ) -> f64 {
+        let jump = priority.max(0) as f64;
+        match policy {
+            QueuePolicy::Fcfs => jump - arrival_s,
+            QueuePolicy::Lcfs => jump + arrival_s,
+            QueuePolicy::Wspt => {
+                self.compute_overlaps(r.hashes);
+                let best = self.scratch_overlap.iter().copied().max().unwrap_or(0) as u64
+                    * self.block_size as u64;
+                let eff = (r.isl as u64).saturating_sub(best).max(1);
+                (1.0 + jump) / eff as f64
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(hashes: &[u64], isl: u32) -> RouteRequest<'_> {
+        RouteRequest {
+            hashes,
+            isl,
+            uuid: 1,
+        }
+    }
+
+    #[test]
+    fn round_robin_cycles() {
+        let mut rr = RoundRobin::default();
+        let picks: Vec<_> = (0..5).map(|_| rr.pick(3)).collect();
+        assert_eq!(picks, vec![0, 1, 2, 0, 1]);
+    }
+
+    #[test]
+    fn kv_router_prefers_cached_target() {
+        let cfg = RouterConfig::default();
+        let mut r = KvRouter::new(&cfg, 3, 64, Some(8192), 7);
+        for h in [1u64, 2, 3] {
+            r.apply_event(2, KvEvent::Stored(h));
+        }
+        let d = r.route(0, &req(&[1, 2, 3, 4], 300));
+        assert_eq!(d.target, 2);
+        assert_eq!(d.overlap_tokens, 192);
+        // Load now sits on target 2; a request with no overlap avoids it.
+        let d2 = r.route(1, &req(&[9, 8, 7, 6], 300));
+        assert_ne!(d2.target, 2);
+        r.free(0);
+        r.free(1);
+        assert!(r.loads.iter().all(|l| l.requests == 0 && l.prefill_tokens == 0));
+        assert!(r.loads.iter().all(|l| l.blocks.is_empty() && l.unique_blocks == 0));
+    }
+
+    #[test]
+    fn ties_are_seeded() {
+        let cfg = RouterConfig::default();
+        let picks = |seed| {
+            let mut r = KvRouter::new(&cfg, 4, 64, Some(8192), seed);
+            (0..8)
+                .map(|i| {
+                    let d = r.route(i, &req(&[], 10));
+                    r.free(i);
+                    d.target
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(picks(1), picks(1));
+        assert!((0..20).any(|s| picks(s) != picks(1)));
+    }
+
+    #[test]
+    fn removed_events_clear_the_index() {
+        let cfg = RouterConfig::default();
+        let mut r = KvRouter::new(&cfg, 70, 64, None, 1);
+        r.apply_event(65, KvEvent::Stored(5));
+        r.compute_overlaps(&[5]);
+        assert_eq!(r.scratch_overlap[65], 1);
+        r.apply_event(65, KvEvent::Removed(5));
+        assert!(r.index.is_empty());
+    }
+}

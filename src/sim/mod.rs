@@ -1,10 +1,28 @@
-//! The discrete-event simulation of one deployment: a pure function from (shared read-only
-//! workload, configuration) to a report. No global state, no I/O; safe to call from many threads.
+//! The discrete-event simulation of one deployment (spec §5, §7): a pure function from (shared
+//! read-only workload, configuration) to a report. No global state, no I/O; safe to call from
+//! many threads at once.
+//!
+//! One logical clock and one event heap ordered by (time, sequence number). At each timestamp the
+//! loop applies, until nothing changes: pass completions, then hand-off activations, then
+//! arrivals, then starts a pass on every idle worker that has work. Passes are computed eagerly
+//! when they start; their tokens and completions become visible at the pass end.
 
-use crate::config::SimConfig;
+mod collector;
+mod driver;
+
+use crate::config::{
+    EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
+};
+use crate::engine::timing::Polynomial;
+use crate::engine::vllm::{prompt_hashes_from_blocks, prompt_hashes_unique, Engine, PassOutput};
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
-use crate::workload::Workload;
+use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
+use crate::workload::{Content, Workload};
+use collector::Collector;
+use driver::Driver;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 /// What one simulation produces.
 #[derive(Debug, Clone)]
@@ -14,8 +32,661 @@ pub struct SimOutput {
     pub records: Vec<RequestRecord>,
 }
 
+/// Consecutive passes of one worker without progress before the run is declared stuck.
+const DEAD_END_PASSES: u32 = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum EventKind {
+    PassEnd { worker: u32 },
+    HandoffActivate { req: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    time: f64,
+    seq: u64,
+    kind: EventKind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq) on top.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+    }
+}
+
+struct Worker {
+    role: Role,
+    ranks: Vec<Engine<Polynomial>>,
+    outputs: Vec<PassOutput>,
+    busy: bool,
+    idle_passes: u32,
+    /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
+    pending_reservations: std::collections::VecDeque<u32>,
+}
+
+/// Routing state of one pool.
+enum PoolRouter {
+    RoundRobin(RoundRobin),
+    Kv(Box<KvRouter>),
+}
+
+struct Pool {
+    /// Global worker indices of this pool.
+    first_worker: u32,
+    num_workers: u32,
+    dp: u32,
+    router: PoolRouter,
+    /// Requests waiting in the router queue: (key, order, request).
+    queue: Vec<(f64, u64, u32)>,
+}
+
+impl Pool {
+    fn num_targets(&self) -> usize {
+        (self.num_workers * self.dp) as usize
+    }
+}
+
+/// Disaggregated hand-off state of one request.
+#[derive(Debug, Clone, Copy, Default)]
+struct Handoff {
+    decode_worker: u32,
+    seq: u32,
+}
+
+struct Sim<'w> {
+    w: &'w Workload,
+    cfg: &'w SimConfig,
+    block_size: u32,
+    workers: Vec<Worker>,
+    pools: Vec<Pool>,
+    heap: BinaryHeap<Event>,
+    event_seq: u64,
+    queue_seq: u64,
+    prompts: Vec<Vec<u64>>,
+    target_of: Vec<u32>,
+    handoffs: Vec<Handoff>,
+    transfer: Option<(f64, KvTransferTimingMode)>,
+    driver: Driver,
+    col: Collector,
+    now: f64,
+}
+
 /// Simulates one configuration over a workload.
 pub fn simulate(workload: &Workload, cfg: &SimConfig) -> Result<SimOutput, SimError> {
-    let _ = (workload, cfg);
-    todo!("simulation")
+    let started = std::time::Instant::now();
+    let mut sim = Sim::new(workload, cfg)?;
+    sim.run()?;
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(sim.finish(wall_ms))
+}
+
+fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
+    if args.num_gpu_blocks == 0 || args.num_gpu_blocks > u32::MAX as u64 / 2 {
+        return Err(SimError(format!(
+            "{what}: num_gpu_blocks must be between 1 and {}",
+            u32::MAX / 2
+        )));
+    }
+    if args.block_size == 0 || args.dp_size == 0 {
+        return Err(SimError(format!("{what}: block_size and dp_size must be ≥ 1")));
+    }
+    Ok(())
+}
+
+impl<'w> Sim<'w> {
+    fn new(w: &'w Workload, cfg: &'w SimConfig) -> Result<Self, SimError> {
+        let kv = cfg.router_mode == RouterMode::KvRouter;
+        let mut workers = Vec::new();
+        let mut pools = Vec::new();
+        let add_pool = |workers: &mut Vec<Worker>,
+                            n: u32,
+                            args: &EngineArgs,
+                            role: Role,
+                            router_cfg: Option<RouterConfig>,
+                            seed: u64|
+         -> Result<Pool, SimError> {
+            if n == 0 {
+                return Err(SimError("every worker pool needs at least one worker".into()));
+            }
+            check_engine(args, "engine args")?;
+            let first = workers.len() as u32;
+            let record = kv && role != Role::Decode;
+            for _ in 0..n {
+                let ranks: Vec<_> = (0..args.dp_size)
+                    .map(|_| Engine::new(args, Polynomial, record))
+                    .collect();
+                let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
+                workers.push(Worker {
+                    role,
+                    ranks,
+                    outputs,
+                    busy: false,
+                    idle_passes: 0,
+                    pending_reservations: Default::default(),
+                });
+            }
+            let router = match router_cfg {
+                Some(rc) => PoolRouter::Kv(Box::new(KvRouter::new(
+                    &rc,
+                    (n * args.dp_size) as usize,
+                    args.block_size,
+                    args.max_num_batched_tokens,
+                    seed,
+                ))),
+                None => PoolRouter::RoundRobin(RoundRobin::default()),
+            };
+            Ok(Pool {
+                first_worker: first,
+                num_workers: n,
+                dp: args.dp_size,
+                router,
+                queue: Vec::new(),
+            })
+        };
+        let mut router_cfg = cfg.router.clone();
+        let transfer;
+        match &cfg.topology {
+            Topology::Aggregated {
+                num_workers,
+                engine,
+            } => {
+                if let Some(p) = engine.router_queue_policy {
+                    router_cfg.router_queue_policy = p;
+                }
+                let rc = kv.then_some(router_cfg);
+                pools.push(add_pool(
+                    &mut workers,
+                    *num_workers,
+                    engine,
+                    Role::Aggregated,
+                    rc,
+                    cfg.seed,
+                )?);
+                transfer = None;
+            }
+            Topology::Disaggregated {
+                num_prefill_workers,
+                prefill,
+                num_decode_workers,
+                decode,
+            } => {
+                if let Some(p) = prefill.router_queue_policy {
+                    router_cfg.router_queue_policy = p;
+                }
+                let mut prefill_rc = router_cfg.clone();
+                prefill_rc.router_track_active_blocks = false;
+                let mut decode_rc = router_cfg;
+                decode_rc.overlap_score_credit = 0.0;
+                decode_rc.router_assume_kv_reuse = false;
+                decode_rc.router_track_prefill_tokens = false;
+                decode_rc.router_queue_threshold = None;
+                pools.push(add_pool(
+                    &mut workers,
+                    *num_prefill_workers,
+                    prefill,
+                    Role::Prefill,
+                    kv.then_some(prefill_rc),
+                    cfg.seed,
+                )?);
+                pools.push(add_pool(
+                    &mut workers,
+                    *num_decode_workers,
+                    decode,
+                    Role::Decode,
+                    kv.then_some(decode_rc),
+                    cfg.seed ^ 0xDEC0_DE00_0000_0001,
+                )?);
+                transfer = match (prefill.kv_bytes_per_token, prefill.kv_transfer_bandwidth) {
+                    (Some(bytes), Some(bw)) if bw > 0.0 => Some((
+                        bytes as f64 / (bw * 1e9) * 1000.0,
+                        prefill.kv_transfer_timing_mode,
+                    )),
+                    _ => None,
+                };
+            }
+        }
+        let n = w.requests.len();
+        Ok(Sim {
+            w,
+            cfg,
+            block_size: cfg.topology.block_size().max(1),
+            workers,
+            pools,
+            heap: BinaryHeap::new(),
+            event_seq: 0,
+            queue_seq: 0,
+            prompts: vec![Vec::new(); n],
+            target_of: vec![u32::MAX; n],
+            handoffs: vec![Handoff::default(); if cfg.topology_is_disaggregated() { n } else { 0 }],
+            transfer,
+            driver: Driver::new(w, &cfg.load),
+            col: Collector::new(n, cfg.record_requests),
+            now: 0.0,
+        })
+    }
+
+    fn push_event(&mut self, time: f64, kind: EventKind) {
+        self.event_seq += 1;
+        self.heap.push(Event {
+            time,
+            seq: self.event_seq,
+            kind,
+        });
+    }
+
+    fn run(&mut self) -> Result<(), SimError> {
+        self.driver.start(self.w, 0.0);
+        let cap = self.cfg.max_sim_time_ms;
+        let mut capped = false;
+        loop {
+            let t_arr = if capped { None } else { self.driver.next_time() };
+            let t_ev = self.heap.peek().map(|e| e.time);
+            let now = match (t_arr, t_ev) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(e)) => e,
+                (Some(a), Some(e)) => a.min(e),
+            };
+            if let Some(c) = cap {
+                if now > c && !capped {
+                    // Soft cap: running passes finish, nothing new starts.
+                    capped = true;
+                    continue;
+                }
+            }
+            self.now = now;
+            loop {
+                let mut changed = false;
+                while self.heap.peek().is_some_and(|e| e.time <= now) {
+                    let ev = self.heap.pop().expect("peeked");
+                    self.apply_event(ev)?;
+                    changed = true;
+                }
+                if !capped {
+                    while let Some(req) = self.driver.pop_due(now) {
+                        self.arrive(req);
+                        changed = true;
+                    }
+                    for wi in 0..self.workers.len() {
+                        if !self.workers[wi].busy && self.worker_has_work(wi) {
+                            self.start_pass(wi)?;
+                            changed = true;
+                        }
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn worker_has_work(&self, wi: usize) -> bool {
+        self.workers[wi].ranks.iter().any(|e| e.has_work())
+    }
+
+    fn pool_of_worker(&self, wi: usize) -> usize {
+        match self.workers[wi].role {
+            Role::Decode => 1,
+            _ => 0,
+        }
+    }
+
+    /// A request becomes visible: record it, compute its prompt hashes, route it.
+    fn arrive(&mut self, req: u32) {
+        let r = &self.w.requests[req as usize];
+        self.col.arrival(req, self.now);
+        let mut hashes = std::mem::take(&mut self.prompts[req as usize]);
+        match r.content {
+            Content::Blocks { .. } => prompt_hashes_from_blocks(
+                self.w.blocks_of(r),
+                self.w.trace_block_size,
+                r.input_length,
+                self.block_size,
+                &mut hashes,
+            ),
+            Content::Unique => {
+                prompt_hashes_unique(r.uuid, r.input_length, self.block_size, &mut hashes)
+            }
+        }
+        self.prompts[req as usize] = hashes;
+        self.submit(0, req);
+    }
+
+    /// Routes a request into pool `p`, or queues it in the router.
+    fn submit(&mut self, p: usize, req: u32) {
+        let pool = &mut self.pools[p];
+        if let PoolRouter::Kv(router) = &mut pool.router {
+            if router.queues() && (!pool.queue.is_empty() || router.all_busy()) {
+                let r = &self.w.requests[req as usize];
+                let route_req = RouteRequest {
+                    hashes: &self.prompts[req as usize],
+                    isl: r.input_length,
+                    uuid: r.uuid,
+                };
+                let key = router.queue_key(
+                    router_policy(&self.cfg.router, &self.cfg.topology),
+                    r.priority,
+                    self.col.arrival_ms(req) / 1000.0,
+                    &route_req,
+                );
+                self.queue_seq += 1;
+                pool.queue.push((key, self.queue_seq, req));
+                return;
+            }
+        }
+        self.dispatch(p, req);
+    }
+
+    fn dispatch(&mut self, p: usize, req: u32) {
+        let r = &self.w.requests[req as usize];
+        let pool = &mut self.pools[p];
+        let num_targets = pool.num_targets();
+        let decision = match &mut pool.router {
+            PoolRouter::RoundRobin(rr) => Decision {
+                target: rr.pick(num_targets),
+                overlap_tokens: 0,
+            },
+            PoolRouter::Kv(router) => router.route(
+                req,
+                &RouteRequest {
+                    hashes: &self.prompts[req as usize],
+                    isl: r.input_length,
+                    uuid: r.uuid,
+                },
+            ),
+        };
+        let wi = pool.first_worker + decision.target as u32 / pool.dp;
+        let rank = decision.target as u32 % pool.dp;
+        let worker = &mut self.workers[wi as usize];
+        self.target_of[req as usize] = decision.target as u32;
+        let max_out = if worker.role == Role::Prefill {
+            r.output_length.min(1)
+        } else {
+            r.output_length
+        };
+        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, max_out);
+        let local = wi - pool.first_worker;
+        match worker.role {
+            Role::Prefill => self.col.routed_prefill(req, local, decision.overlap_tokens),
+            _ => self.col.routed_decode(req, local, decision.overlap_tokens),
+        }
+    }
+
+    /// Routes queued requests while the pool is not all busy (spec §6.5).
+    fn drain_queue(&mut self, p: usize) {
+        loop {
+            let pool = &self.pools[p];
+            if pool.queue.is_empty() {
+                return;
+            }
+            if let PoolRouter::Kv(router) = &pool.router {
+                if router.all_busy() {
+                    return;
+                }
+            }
+            let best = pool
+                .queue
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
+                .map(|(i, _)| i)
+                .expect("non-empty");
+            let (_, _, req) = self.pools[p].queue.swap_remove(best);
+            self.dispatch(p, req);
+        }
+    }
+
+    fn start_pass(&mut self, wi: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let worker = &mut self.workers[wi];
+        let mut dur = 0.0f64;
+        let mut progressed = false;
+        for (rank, engine) in worker.ranks.iter_mut().enumerate() {
+            let out = &mut worker.outputs[rank];
+            if engine.has_work() {
+                let d = engine.step(&self.prompts, out);
+                dur = dur.max(d);
+                progressed |= out.progressed;
+            } else {
+                out.clear();
+            }
+        }
+        if progressed {
+            worker.idle_passes = 0;
+        } else {
+            worker.idle_passes += 1;
+            if worker.idle_passes >= DEAD_END_PASSES {
+                return Err(SimError(format!(
+                    "no progress after {DEAD_END_PASSES} passes on worker {wi} at t={now:.3} ms: \
+                     a queued request can never be scheduled (check max_num_batched_tokens, \
+                     enable_chunked_prefill and num_gpu_blocks)"
+                )));
+            }
+        }
+        worker.busy = true;
+        // Admissions are visible now; KV stores reach the router at pass start (vLLM).
+        let p = self.pool_of_worker(wi);
+        let pool = &mut self.pools[p];
+        let local = wi as u32 - pool.first_worker;
+        let role = self.workers[wi].role;
+        for rank in 0..self.workers[wi].ranks.len() {
+            for &(req, reused) in &self.workers[wi].outputs[rank].admitted {
+                self.col.admit(req, now, reused, role == Role::Decode);
+            }
+            if let PoolRouter::Kv(router) = &mut pool.router {
+                let target = (local * pool.dp) as usize + rank;
+                let engine = &mut self.workers[wi].ranks[rank];
+                if engine.pool().has_events() {
+                    for ev in engine.pool_mut().drain_events() {
+                        router.apply_event(target, ev);
+                    }
+                }
+            }
+        }
+        let end = now + dur;
+        self.push_event(end, EventKind::PassEnd { worker: wi as u32 });
+        Ok(())
+    }
+
+    fn apply_event(&mut self, ev: Event) -> Result<(), SimError> {
+        match ev.kind {
+            EventKind::PassEnd { worker } => self.pass_end(worker as usize),
+            EventKind::HandoffActivate { req } => {
+                self.activate_handoff(req);
+                Ok(())
+            }
+        }
+    }
+
+    fn pass_end(&mut self, wi: usize) -> Result<(), SimError> {
+        let now = self.now;
+        self.workers[wi].busy = false;
+        let role = self.workers[wi].role;
+        let p = self.pool_of_worker(wi);
+        let mut load_changed = false;
+        for rank in 0..self.workers[wi].ranks.len() {
+            let out = std::mem::take(&mut self.workers[wi].outputs[rank]);
+            for &(req, n) in &out.emitted {
+                if role != Role::Prefill {
+                    self.col.token(req, now, n);
+                    if n == 1 {
+                        if let PoolRouter::Kv(r) = &mut self.pools[p].router {
+                            r.prefill_completed(req);
+                            load_changed = true;
+                        }
+                    }
+                }
+            }
+            for &req in &out.rejected {
+                self.col.rejected(req, now);
+                self.release_request(p, req);
+                load_changed = true;
+                self.driver.on_terminal(self.w, req, now);
+            }
+            for &req in &out.finished {
+                match role {
+                    Role::Prefill => {
+                        if let PoolRouter::Kv(r) = &mut self.pools[p].router {
+                            r.free(req);
+                            load_changed = true;
+                        }
+                        self.col.source_held(req, now);
+                        self.handoff(req, wi);
+                    }
+                    _ => {
+                        self.col.completed(req, now);
+                        self.release_request(p, req);
+                        load_changed = true;
+                        self.driver.on_terminal(self.w, req, now);
+                    }
+                }
+            }
+            self.workers[wi].outputs[rank] = out;
+        }
+        if role == Role::Decode {
+            self.retry_reservations(wi);
+        }
+        if load_changed {
+            self.drain_queue(p);
+        }
+        Ok(())
+    }
+
+    fn release_request(&mut self, p: usize, req: u32) {
+        if let PoolRouter::Kv(r) = &mut self.pools[p].router {
+            r.free(req);
+        }
+        self.prompts[req as usize] = Vec::new();
+    }
+
+    /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
+    fn handoff(&mut self, req: u32, prefill_worker: usize) {
+        let _ = prefill_worker;
+        let r = &self.w.requests[req as usize];
+        let pool = &mut self.pools[1];
+        let num_targets = pool.num_targets();
+        let decision = match &mut pool.router {
+            PoolRouter::RoundRobin(rr) => Decision {
+                target: rr.pick(num_targets),
+                overlap_tokens: 0,
+            },
+            PoolRouter::Kv(router) => router.route(
+                req,
+                &RouteRequest {
+                    hashes: &self.prompts[req as usize],
+                    isl: r.input_length,
+                    uuid: r.uuid,
+                },
+            ),
+        };
+        let wi = pool.first_worker + decision.target as u32;
+        self.col
+            .routed_decode(req, wi - pool.first_worker, decision.overlap_tokens);
+        self.handoffs[req as usize].decode_worker = wi;
+        self.workers[wi as usize]
+            .pending_reservations
+            .push_back(req);
+        self.retry_reservations(wi as usize);
+    }
+
+    fn retry_reservations(&mut self, wi: usize) {
+        while let Some(&req) = self.workers[wi].pending_reservations.front() {
+            let r = &self.w.requests[req as usize];
+            let engine = &mut self.workers[wi].ranks[0];
+            let Some(res) = engine.reserve_prebuilt(
+                req,
+                r.uuid,
+                r.input_length,
+                r.output_length,
+                &self.prompts[req as usize],
+            ) else {
+                return;
+            };
+            self.workers[wi].pending_reservations.pop_front();
+            self.handoffs[req as usize].seq = res.seq;
+            self.col.destination_reserved(req, self.now);
+            let delay = match self.transfer {
+                Some((ms_per_token, mode)) => {
+                    let tokens = match mode {
+                        KvTransferTimingMode::FullPrompt => r.input_length,
+                        KvTransferTimingMode::DestinationMissing => {
+                            r.input_length - res.hit_tokens
+                        }
+                    };
+                    tokens as f64 * ms_per_token
+                }
+                None => 0.0,
+            };
+            self.push_event(self.now + delay, EventKind::HandoffActivate { req });
+        }
+    }
+
+    fn activate_handoff(&mut self, req: u32) {
+        let h = self.handoffs[req as usize];
+        let target = self.target_of[req as usize];
+        let prefill_pool = &self.pools[0];
+        let pw = prefill_pool.first_worker + target / prefill_pool.dp;
+        self.workers[pw as usize].ranks[0].release_held(req);
+        self.workers[h.decode_worker as usize].ranks[0].activate(h.seq);
+        self.col.destination_activated(req, self.now);
+    }
+
+    fn finish(self, wall_ms: f64) -> SimOutput {
+        let (np, nd, pg, dg) = match &self.cfg.topology {
+            Topology::Aggregated {
+                num_workers,
+                engine,
+            } => (0, *num_workers, 0, engine.gpus_per_worker()),
+            Topology::Disaggregated {
+                num_prefill_workers,
+                prefill,
+                num_decode_workers,
+                decode,
+            } => (
+                *num_prefill_workers,
+                *num_decode_workers,
+                prefill.gpus_per_worker(),
+                decode.gpus_per_worker(),
+            ),
+        };
+        let totals = crate::report::RunTotals {
+            num_requests: 0,
+            wall_time_ms: wall_ms,
+            num_prefill_workers: np,
+            num_decode_workers: nd,
+            prefill_gpus_per_worker: pg,
+            decode_gpus_per_worker: dg,
+            sla: self.cfg.sla,
+        };
+        self.col.finish(self.w, totals)
+    }
+}
+
+fn router_policy(rc: &RouterConfig, topo: &Topology) -> crate::config::QueuePolicy {
+    let eng = match topo {
+        Topology::Aggregated { engine, .. } => engine,
+        Topology::Disaggregated { prefill, .. } => prefill,
+    };
+    eng.router_queue_policy.unwrap_or(rc.router_queue_policy)
 }

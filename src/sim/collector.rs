@@ -1,0 +1,201 @@
+//! What the simulation records per request (arrival, admissions, tokens, terminal state) and
+//! the pooled token gaps, turned into a report at the end. Token gaps stream into
+//! [`TokenGaps`]; nothing is stored per token.
+
+use crate::report::{build_report, CompletedRequest, RequestRecord, RunTotals, TokenGaps};
+use crate::workload::Workload;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Status {
+    #[default]
+    Pending,
+    Arrived,
+    Completed,
+    Rejected,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec {
+    status: Status,
+    arrival: f64,
+    first_admit: Option<f64>,
+    reused_max: u32,
+    first_reused: Option<u32>,
+    first_token: f64,
+    second_token: Option<f64>,
+    last_token: f64,
+    n_out: u32,
+    terminal: f64,
+    prefill_worker: Option<u32>,
+    decode_worker: Option<u32>,
+    prefill_overlap: Option<u32>,
+    decode_overlap: Option<u32>,
+    decode_admit: Option<f64>,
+    source_held: Option<f64>,
+    destination_reserved: Option<f64>,
+    destination_activated: Option<f64>,
+}
+
+pub struct Collector {
+    recs: Vec<Rec>,
+    gaps: TokenGaps,
+    arrivals: u64,
+    keep_records: bool,
+}
+
+impl Collector {
+    pub fn new(n: usize, keep_records: bool) -> Self {
+        Collector {
+            recs: vec![Rec::default(); n],
+            gaps: TokenGaps::new(),
+            arrivals: 0,
+            keep_records,
+        }
+    }
+
+    pub fn arrival(&mut self, req: u32, now: f64) {
+        let r = &mut self.recs[req as usize];
+        r.status = Status::Arrived;
+        r.arrival = now;
+        self.arrivals += 1;
+    }
+
+    pub fn arrival_ms(&self, req: u32) -> f64 {
+        self.recs[req as usize].arrival
+    }
+
+    pub fn admit(&mut self, req: u32, now: f64, reused: u32, decode_side: bool) {
+        let r = &mut self.recs[req as usize];
+        if decode_side {
+            r.decode_admit.get_or_insert(now);
+            return;
+        }
+        r.first_admit.get_or_insert(now);
+        r.first_reused.get_or_insert(reused);
+        r.reused_max = r.reused_max.max(reused);
+    }
+
+    pub fn routed_prefill(&mut self, req: u32, worker: u32, overlap: u32) {
+        let r = &mut self.recs[req as usize];
+        r.prefill_worker = Some(worker);
+        r.prefill_overlap = Some(overlap);
+    }
+
+    pub fn routed_decode(&mut self, req: u32, worker: u32, overlap: u32) {
+        let r = &mut self.recs[req as usize];
+        r.decode_worker = Some(worker);
+        r.decode_overlap = Some(overlap);
+    }
+
+    pub fn source_held(&mut self, req: u32, now: f64) {
+        self.recs[req as usize].source_held = Some(now);
+    }
+
+    pub fn destination_reserved(&mut self, req: u32, now: f64) {
+        self.recs[req as usize].destination_reserved = Some(now);
+    }
+
+    pub fn destination_activated(&mut self, req: u32, now: f64) {
+        self.recs[req as usize].destination_activated = Some(now);
+    }
+
+    /// A visible output token at `now`; `n` is the count generated so far (1 = first).
+    #[inline]
+    pub fn token(&mut self, req: u32, now: f64, n: u32) {
+        let r = &mut self.recs[req as usize];
+        if n == 1 || r.n_out == 0 {
+            r.first_token = now;
+        } else {
+            self.gaps.add(now - r.last_token, 1);
+            if r.second_token.is_none() {
+                r.second_token = Some(now);
+            }
+        }
+        r.last_token = now;
+        r.n_out += 1;
+    }
+
+    pub fn completed(&mut self, req: u32, now: f64) {
+        let r = &mut self.recs[req as usize];
+        r.status = Status::Completed;
+        r.terminal = now;
+    }
+
+    pub fn rejected(&mut self, req: u32, now: f64) {
+        let r = &mut self.recs[req as usize];
+        r.status = Status::Rejected;
+        r.terminal = now;
+    }
+
+    pub fn finish(self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
+        totals.num_requests = self.arrivals;
+        let mut completed = Vec::new();
+        for (i, r) in self.recs.iter().enumerate() {
+            if r.status != Status::Completed || r.n_out == 0 {
+                continue;
+            }
+            let spec = &w.requests[i];
+            completed.push(CompletedRequest {
+                arrival_ms: r.arrival,
+                first_token_ms: r.first_token,
+                second_token_ms: r.second_token,
+                last_token_ms: r.last_token,
+                input_tokens: spec.input_length,
+                output_tokens: r.n_out,
+                reused_tokens: r.reused_max,
+                first_admission_reused_tokens: r.first_reused.unwrap_or(0),
+            });
+        }
+        let report = build_report(&completed, &self.gaps, &totals);
+        let mut records = Vec::new();
+        if self.keep_records {
+            for (i, r) in self.recs.iter().enumerate() {
+                let status = match r.status {
+                    Status::Completed => "completed",
+                    Status::Rejected => "rejected",
+                    _ => continue,
+                };
+                let spec = &w.requests[i];
+                let done = r.status == Status::Completed && r.n_out > 0;
+                let disagg = r.prefill_worker.is_some();
+                records.push(RequestRecord {
+                    session_id: w.sessions[spec.session as usize].id.clone(),
+                    turn_index: spec.turn,
+                    uuid: spec.uuid,
+                    arrival_time_ms: r.arrival,
+                    first_admit_ms: r.first_admit,
+                    terminal_time_ms: Some(r.terminal),
+                    first_token_ms: done.then_some(r.first_token),
+                    last_token_ms: done.then_some(r.last_token),
+                    ttft_ms: done.then_some(r.first_token - r.arrival),
+                    ttst_ms: r.second_token.filter(|_| done).map(|t| t - r.first_token),
+                    e2e_latency_ms: done.then_some(r.last_token - r.arrival),
+                    itl_ms: (done && r.n_out > 1)
+                        .then(|| (r.last_token - r.first_token) / (r.n_out - 1) as f64),
+                    input_length: spec.input_length,
+                    requested_output_length: spec.output_length,
+                    output_length: r.n_out,
+                    reused_input_tokens: r.reused_max,
+                    prefill_worker_idx: r.prefill_worker,
+                    decode_worker_idx: r.decode_worker,
+                    prefill_admit_ms: if disagg { r.first_admit } else { None },
+                    source_held_ms: r.source_held,
+                    destination_reserved_ms: r.destination_reserved,
+                    destination_activated_ms: r.destination_activated,
+                    decode_admit_ms: if disagg { r.decode_admit } else { r.first_admit },
+                    source_released_ms: r.destination_activated,
+                    decode_reused_input_tokens: if disagg { Some(0) } else { None },
+                    prefill_route_overlap_tokens: r.prefill_overlap,
+                    decode_route_overlap_tokens: r.decode_overlap,
+                    terminal_status: status.to_string(),
+                });
+            }
+            records.sort_by(|a, b| {
+                a.arrival_time_ms
+                    .total_cmp(&b.arrival_time_ms)
+                    .then(a.uuid.cmp(&b.uuid))
+            });
+        }
+        super::SimOutput { report, records }
+    }
+}
