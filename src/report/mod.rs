@@ -104,3 +104,14 @@ pub struct RequestRecord {
     pub decode_route_overlap_tokens: Option<u32>,
     pub terminal_status: String,
 }
+
+pub mod build;
+pub mod gaps;
+pub mod json;
+pub mod sketch;
+pub mod stats;
+pub mod table;
+
+pub use build::build_report;
+pub use gaps::TokenGaps;
+pub use json::{write_json, write_jsonl};

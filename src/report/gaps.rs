@@ -1,0 +1,196 @@
+//! Pooled per-token gaps across all requests (DynoSim 1.4.2 ITL semantics, spec §8.3): every
+//! consecutive pair of emitted tokens contributes one gap to the `*_itl_ms` distribution, and each
+//! positive gap contributes `1000 / gap` tokens/s to `*_output_token_throughput_per_user`.
+//! Both are streamed into a DDSketch (percentiles) plus Welford (mean/std) plus exact min/max, so
+//! memory stays bounded however many tokens a run emits, and `count` equal gaps cost one step.
+//!
+//! Zero gaps (tokens emitted at the same virtual instant) are counted in the ITL distribution
+//! (as 0 ms) and skipped in the per-user throughput, which only takes positive gaps.
+
+use super::sketch::DdSketch;
+use super::stats::{Summary, Welford, PERCENTILES};
+
+/// One streamed distribution: sketch + Welford + exact extremes.
+#[derive(Debug, Clone, PartialEq)]
+struct Streamed {
+    sketch: DdSketch,
+    moments: Welford,
+    min: f64,
+    max: f64,
+}
+
+impl Default for Streamed {
+    fn default() -> Self {
+        Streamed {
+            sketch: DdSketch::default(),
+            moments: Welford::new(),
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl Streamed {
+    fn add(&mut self, v: f64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.sketch.add_n(v, count);
+        self.moments.add_n(v, count);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn merge(&mut self, other: &Streamed) {
+        self.sketch.merge(&other.sketch);
+        self.moments.merge(&other.moments);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    fn summary(&self) -> Summary {
+        if self.moments.count() == 0 {
+            return Summary::default();
+        }
+        let mut s = Summary {
+            mean: self.moments.mean(),
+            min: self.min,
+            max: self.max,
+            std: self.moments.std(),
+            ..Summary::default()
+        };
+        for (name, p) in PERCENTILES {
+            let v = self.sketch.percentile(p);
+            match name {
+                "median" => s.median = v,
+                "p75" => s.p75 = v,
+                "p90" => s.p90 = v,
+                "p95" => s.p95 = v,
+                _ => s.p99 = v,
+            }
+        }
+        s
+    }
+}
+
+/// Streaming accumulator of pooled per-token gaps (ms). Mergeable, so per-worker or per-thread
+/// accumulators can be combined.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TokenGaps {
+    itl: Streamed,
+    per_user: Streamed,
+}
+
+impl TokenGaps {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `count` gaps of `gap_ms` each (O(1) whatever `count` is).
+    pub fn add(&mut self, gap_ms: f64, count: u64) {
+        debug_assert!(gap_ms >= 0.0, "negative token gap {gap_ms}");
+        self.itl.add(gap_ms, count);
+        if gap_ms > 0.0 {
+            self.per_user.add(1000.0 / gap_ms, count);
+        }
+    }
+
+    pub fn merge(&mut self, other: &TokenGaps) {
+        self.itl.merge(&other.itl);
+        self.per_user.merge(&other.per_user);
+    }
+
+    /// Number of gaps recorded (including zero gaps).
+    pub fn count(&self) -> u64 {
+        self.itl.moments.count()
+    }
+
+    /// Summary for `*_itl_ms` (min and max exact, percentiles from the sketch).
+    pub fn itl_summary(&self) -> Summary {
+        self.itl.summary()
+    }
+
+    /// Summary for `*_output_token_throughput_per_user` (tokens/s over positive gaps).
+    pub fn per_user_throughput_summary(&self) -> Summary {
+        self.per_user.summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-300)
+    }
+
+    #[test]
+    fn itl_example_gaps() {
+        // Tokens at 10, 11, 12, 110 ms: gaps 1, 1, 98.
+        let mut g = TokenGaps::new();
+        g.add(1.0, 2);
+        g.add(98.0, 1);
+        assert_eq!(g.count(), 3);
+        let itl = g.itl_summary();
+        assert_eq!(itl.max, 98.0);
+        assert_eq!(itl.min, 1.0);
+        assert!(close(itl.mean, 100.0 / 3.0, 1e-12));
+        // population std of {1, 1, 98}
+        let m = 100.0 / 3.0;
+        let sd = ((2.0 * (1.0 - m) * (1.0 - m) + (98.0 - m) * (98.0 - m)) / 3.0f64).sqrt();
+        assert!(close(itl.std, sd, 1e-12));
+        assert!(close(itl.median, 1.0, 1.000_001e-3));
+        assert!(close(itl.p99, 98.0, 1.000_001e-3));
+        let thr = g.per_user_throughput_summary();
+        assert_eq!(thr.min, 1000.0 / 98.0);
+        assert_eq!(thr.max, 1000.0);
+        assert!(close(thr.median, 1000.0, 1.000_001e-3));
+        assert!(close(thr.mean, (2000.0 + 1000.0 / 98.0) / 3.0, 1e-12));
+    }
+
+    #[test]
+    fn zero_gaps_count_in_itl_not_in_throughput() {
+        let mut g = TokenGaps::new();
+        g.add(0.0, 4);
+        g.add(10.0, 1);
+        g.add(7.0, 0);
+        let itl = g.itl_summary();
+        assert_eq!(g.count(), 5);
+        assert_eq!(itl.min, 0.0);
+        assert_eq!(itl.median, 0.0);
+        assert_eq!(itl.mean, 2.0);
+        let thr = g.per_user_throughput_summary();
+        assert_eq!(thr.min, 100.0);
+        assert_eq!(thr.max, 100.0);
+        assert_eq!(thr.std, 0.0);
+    }
+
+    #[test]
+    fn empty_is_all_zeros_and_merge_combines() {
+        let g = TokenGaps::new();
+        assert_eq!(g.itl_summary(), Summary::default());
+        assert_eq!(g.per_user_throughput_summary(), Summary::default());
+
+        let mut a = TokenGaps::new();
+        let mut b = TokenGaps::new();
+        let mut whole = TokenGaps::new();
+        for i in 1..=40u32 {
+            let gap = f64::from(i % 7) * 1.5 + 3.0;
+            whole.add(gap, u64::from(i));
+            if i % 2 == 0 {
+                a.add(gap, u64::from(i))
+            } else {
+                b.add(gap, u64::from(i))
+            }
+        }
+        a.merge(&b);
+        a.merge(&TokenGaps::new());
+        let (x, y) = (a.itl_summary(), whole.itl_summary());
+        assert_eq!(
+            (x.min, x.max, x.median, x.p99),
+            (y.min, y.max, y.median, y.p99)
+        );
+        assert!(close(x.mean, y.mean, 1e-12) && close(x.std, y.std, 1e-9));
+        assert_eq!(a.count(), whole.count());
+    }
+}

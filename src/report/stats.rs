@@ -1,0 +1,259 @@
+//! Summary statistics of the report (spec §8.3): the nine-number summary of a distribution, the
+//! nearest-rank percentile rule, population standard deviation, and a streaming (Welford) mean and
+//! variance that accepts many identical samples in one O(1) step.
+
+/// Percentiles the report names, as (key prefix, percent).
+pub const PERCENTILES: [(&str, f64); 5] = [
+    ("median", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p95", 95.0),
+    ("p99", 99.0),
+];
+
+/// The nine numbers reported for every distribution (`mean_`, `min_`, `max_`, `median_`, `p75_`,
+/// `p90_`, `p95_`, `p99_`, `std_`). An empty distribution is all zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Summary {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub median: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub std: f64,
+}
+
+impl Summary {
+    /// (key prefix, value) pairs in a fixed order; the report key is `{prefix}_{metric}`.
+    pub fn entries(&self) -> [(&'static str, f64); 9] {
+        [
+            ("mean", self.mean),
+            ("min", self.min),
+            ("max", self.max),
+            ("median", self.median),
+            ("p75", self.p75),
+            ("p90", self.p90),
+            ("p95", self.p95),
+            ("p99", self.p99),
+            ("std", self.std),
+        ]
+    }
+
+    fn set_percentile(&mut self, name: &str, v: f64) {
+        match name {
+            "median" => self.median = v,
+            "p75" => self.p75 = v,
+            "p90" => self.p90 = v,
+            "p95" => self.p95 = v,
+            "p99" => self.p99 = v,
+            _ => unreachable!("unknown percentile name {name}"),
+        }
+    }
+}
+
+/// Nearest-rank index of percentile `p` (0..=100) among `n > 0` sorted values:
+/// `round((n − 1) · p / 100)` (half away from zero), clamped to `[0, n − 1]`.
+pub fn percentile_rank(n: usize, p: f64) -> usize {
+    debug_assert!(n > 0);
+    let r = ((n - 1) as f64 * p / 100.0).round();
+    if r <= 0.0 {
+        0
+    } else {
+        (r as usize).min(n - 1)
+    }
+}
+
+/// Summary of an exact distribution. Sorts `values` in place. Percentiles by nearest rank
+/// ([`percentile_rank`]), population standard deviation (divide by n).
+pub fn exact_summary(values: &mut [f64]) -> Summary {
+    let n = values.len();
+    if n == 0 {
+        return Summary::default();
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+    let mut s = Summary {
+        mean,
+        min: values[0],
+        max: values[n - 1],
+        std: var.sqrt(),
+        ..Summary::default()
+    };
+    for (name, p) in PERCENTILES {
+        s.set_percentile(name, values[percentile_rank(n, p)]);
+    }
+    s
+}
+
+/// Streaming mean / population variance (Welford), with batched insertion of identical samples
+/// (Chan et al.'s pairwise combination) so `add_n(x, k)` costs the same as `add(x)`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Welford {
+    count: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Welford {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, x: f64) {
+        self.count += 1;
+        let delta = x - self.mean;
+        self.mean += delta / self.count as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+
+    /// Adds `k` samples equal to `x`.
+    pub fn add_n(&mut self, x: f64, k: u64) {
+        match k {
+            0 => {}
+            1 => self.add(x),
+            _ => self.merge(&Welford {
+                count: k,
+                mean: x,
+                m2: 0.0,
+            }),
+        }
+    }
+
+    pub fn merge(&mut self, other: &Welford) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        let n_a = self.count as f64;
+        let n_b = other.count as f64;
+        let n = n_a + n_b;
+        let delta = other.mean - self.mean;
+        self.mean += delta * n_b / n;
+        self.m2 += other.m2 + delta * delta * n_a * n_b / n;
+        self.count += other.count;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// 0 when empty.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Population standard deviation; 0 when empty.
+    pub fn std(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            (self.m2 / self.count as f64).max(0.0).sqrt()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_rule_rounds_half_away_from_zero_and_clamps() {
+        assert_eq!(percentile_rank(1, 99.0), 0);
+        // n = 6: (n-1)·p/100 = 2.5 for the median, 4.5 for p90.
+        assert_eq!(percentile_rank(6, 50.0), 3);
+        assert_eq!(percentile_rank(6, 90.0), 5);
+        assert_eq!(percentile_rank(6, 75.0), 4); // 3.75
+        assert_eq!(percentile_rank(6, 0.0), 0);
+        assert_eq!(percentile_rank(6, 100.0), 5);
+        assert_eq!(percentile_rank(101, 99.0), 99);
+        assert_eq!(percentile_rank(4, 50.0), 2); // 1.5 -> 2
+    }
+
+    #[test]
+    fn exact_summary_small_vectors() {
+        let mut v = vec![6.0, 1.0, 5.0, 2.0, 4.0, 3.0];
+        let s = exact_summary(&mut v);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 6.0);
+        assert_eq!(s.mean, 3.5);
+        assert_eq!(s.median, 4.0);
+        assert_eq!(s.p75, 5.0);
+        assert_eq!(s.p90, 6.0);
+        assert_eq!(s.p95, 6.0);
+        assert_eq!(s.p99, 6.0);
+        // population std of 1..=6: sqrt(35/12)
+        assert!((s.std - (35.0f64 / 12.0).sqrt()).abs() < 1e-12);
+
+        let mut one = vec![7.5];
+        let s = exact_summary(&mut one);
+        assert_eq!(
+            s,
+            Summary {
+                mean: 7.5,
+                min: 7.5,
+                max: 7.5,
+                median: 7.5,
+                p75: 7.5,
+                p90: 7.5,
+                p95: 7.5,
+                p99: 7.5,
+                std: 0.0
+            }
+        );
+        assert_eq!(exact_summary(&mut []), Summary::default());
+    }
+
+    #[test]
+    fn population_std_divides_by_n() {
+        let mut v = vec![2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let s = exact_summary(&mut v);
+        assert_eq!(s.mean, 5.0);
+        assert_eq!(s.std, 2.0);
+    }
+
+    #[test]
+    fn welford_matches_two_pass_and_batches() {
+        let xs = [3.0, 1.5, 9.25, 4.0, 4.0, 4.0, 0.0, 12.0];
+        let mut w = Welford::new();
+        for &x in &xs {
+            w.add(x);
+        }
+        let mut v = xs.to_vec();
+        let s = exact_summary(&mut v);
+        assert!((w.mean() - s.mean).abs() < 1e-12);
+        assert!((w.std() - s.std).abs() < 1e-12);
+
+        let mut b = Welford::new();
+        b.add_n(3.0, 1);
+        b.add_n(1.5, 1);
+        b.add_n(9.25, 1);
+        b.add_n(4.0, 3);
+        b.add_n(0.0, 1);
+        b.add_n(12.0, 1);
+        b.add_n(99.0, 0);
+        assert_eq!(b.count(), 8);
+        assert!((b.mean() - s.mean).abs() < 1e-12);
+        assert!((b.std() - s.std).abs() < 1e-12);
+
+        let mut left = Welford::new();
+        let mut right = Welford::new();
+        for (i, &x) in xs.iter().enumerate() {
+            if i % 2 == 0 {
+                left.add(x)
+            } else {
+                right.add(x)
+            }
+        }
+        left.merge(&right);
+        assert!((left.mean() - s.mean).abs() < 1e-12);
+        assert!((left.std() - s.std).abs() < 1e-12);
+        assert_eq!(Welford::new().std(), 0.0);
+    }
+}
