@@ -106,10 +106,7 @@ fn read_lines<R: Read>(
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
             let what = if gz { "gzip data" } else { "file" };
-            InputError::new(format!(
-                "{name}:{}: cannot read {what}: {e}",
-                line_no + 1
-            ))
+            InputError::new(format!("{name}:{}: cannot read {what}: {e}", line_no + 1))
         })?;
         if n == 0 {
             break;
@@ -230,10 +227,15 @@ impl<'a> TraceBuilder<'a> {
             return Ok(());
         }
         let raw: RawRow = serde_json::from_str(line).map_err(|e| {
+            // serde_json's position is within this one line: report only its column.
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let msg = full.strip_suffix(&suffix).unwrap_or(&full);
+            let col = e.column();
             if e.is_data() {
-                self.err(line_no, e)
+                self.err(line_no, format_args!("{msg} (column {col})"))
             } else {
-                self.err(line_no, format_args!("invalid JSON: {e}"))
+                self.err(line_no, format_args!("invalid JSON: {msg} (column {col})"))
             }
         })?;
         if let Some((first, second)) = raw.duplicate {
@@ -253,7 +255,10 @@ impl<'a> TraceBuilder<'a> {
         let field_err = |key: &str, expected: &str, v: &Value| {
             self.err(
                 line,
-                format_args!("field \"{key}\": expected {expected}, found {}", describe(v)),
+                format_args!(
+                    "field \"{key}\": expected {expected}, found {}",
+                    describe(v)
+                ),
             )
         };
         let missing = |key: &str, expected: &str| {
@@ -264,7 +269,12 @@ impl<'a> TraceBuilder<'a> {
         };
 
         let hash_ids = match raw.hash_ids {
-            None => return Err(missing("hash_ids", "a non-empty list of non-negative integers")),
+            None => {
+                return Err(missing(
+                    "hash_ids",
+                    "a non-empty list of non-negative integers",
+                ))
+            }
             Some(Value::Array(items)) => {
                 if items.is_empty() {
                     return Err(self.err(
@@ -333,13 +343,7 @@ impl<'a> TraceBuilder<'a> {
             None => None,
             Some((key, v)) => match v.as_f64() {
                 Some(d) if v.is_number() && d.is_finite() && d >= 0.0 => Some((key, d)),
-                _ => {
-                    return Err(field_err(
-                        key,
-                        "a non-negative number (milliseconds)",
-                        &v,
-                    ))
-                }
+                _ => return Err(field_err(key, "a non-negative number (milliseconds)", &v)),
             },
         };
 
@@ -414,9 +418,7 @@ impl<'a> TraceBuilder<'a> {
         })?;
 
         // Session lookup (rows without an id are the session `request_<line>`).
-        let key = row
-            .session_id
-            .unwrap_or_else(|| format!("request_{line}"));
+        let key = row.session_id.unwrap_or_else(|| format!("request_{line}"));
         let session = match self.session_index.get(&key) {
             Some(&s) => s,
             None => {
@@ -764,7 +766,10 @@ mod tests {
         assert!(w.flat);
         assert!(w.warnings.is_empty());
         assert_eq!(
-            w.sessions.iter().map(|s| s.first_arrival_ms).collect::<Vec<_>>(),
+            w.sessions
+                .iter()
+                .map(|s| s.first_arrival_ms)
+                .collect::<Vec<_>>(),
             vec![Some(0.0), Some(10.0)]
         );
     }
@@ -786,8 +791,10 @@ mod tests {
     #[test]
     fn only_prompt_covering_ids_are_stored() {
         // 600 tokens with block 512 need 2 ids; the third never matters.
-        let w = parse(r#"{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [7, 8, 9]}"#)
-            .unwrap();
+        let w = parse(
+            r#"{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [7, 8, 9]}"#,
+        )
+        .unwrap();
         assert_eq!(w.blocks_of(&w.requests[0]).len(), 2);
         assert_eq!(w.num_distinct_blocks, 2);
         assert_eq!(w.block_ids, vec![0, 1]);
@@ -814,7 +821,10 @@ mod tests {
         let arrivals: Vec<_> = w.sessions.iter().map(|s| s.first_arrival_ms).collect();
         assert_eq!(arrivals, [Some(0.0), Some(0.0), Some(2000.0)]);
         assert_eq!(
-            w.sessions.iter().map(|s| (s.first_request, s.num_turns)).collect::<Vec<_>>(),
+            w.sessions
+                .iter()
+                .map(|s| (s.first_request, s.num_turns))
+                .collect::<Vec<_>>(),
             [(0, 4), (4, 1), (5, 2)]
         );
         let view: Vec<_> = w
@@ -939,7 +949,11 @@ mod tests {
         assert_err(
             &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": "abc"}"#),
             3,
-            &["field \"hash_ids\"", "non-empty list of non-negative integers", "found a string"],
+            &[
+                "field \"hash_ids\"",
+                "non-empty list of non-negative integers",
+                "found a string",
+            ],
         );
         assert_err(
             &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": []}"#),
@@ -979,7 +993,11 @@ mod tests {
         assert_err(
             &with(r#"{"timestamp": 1, "input_length": 10.0, "output_length": 1, "hash_ids": [1]}"#),
             3,
-            &["field \"input_length\"", "non-negative integer", "non-integer"],
+            &[
+                "field \"input_length\"",
+                "non-negative integer",
+                "non-integer",
+            ],
         );
         assert_err(
             &with(r#"{"timestamp": 1, "input_tokens": 0, "output_length": 1, "hash_ids": [1]}"#),
@@ -1007,7 +1025,9 @@ mod tests {
             &["field \"priority\"", "32-bit signed integer"],
         );
         assert_err(
-            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "strict_priority": -1}"#),
+            &with(
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "strict_priority": -1}"#,
+            ),
             3,
             &["field \"strict_priority\""],
         );
@@ -1016,11 +1036,7 @@ mod tests {
             3,
             &["\"timestamp\"", "\"created_time\"", "same field"],
         );
-        assert_err(
-            &with(r#"[1, 2]"#),
-            3,
-            &["JSON object"],
-        );
+        assert_err(&with(r#"[1, 2]"#), 3, &["JSON object"]);
     }
 
     #[test]
@@ -1074,7 +1090,10 @@ mod tests {
         )
         .unwrap_err()
         .0;
-        assert!(e.starts_with("t.jsonl:2: ") && e.contains("cannot infer"), "{e}");
+        assert!(
+            e.starts_with("t.jsonl:2: ") && e.contains("cannot infer"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1084,9 +1103,17 @@ mod tests {
             2,
             &["invalid JSON"],
         );
-        assert_err("\n\nnot json\n", 3, &["invalid JSON"]);
+        assert_err("\n\nnot json\n", 3, &["invalid JSON", "(column 2)"]);
+        let e = parse_err("\n\nnot json\n");
+        assert!(
+            !e.contains("line 1"),
+            "serde's in-line position leaked: {e}"
+        );
         let e = parse_err("\n  \n\n");
-        assert!(e.starts_with("t.jsonl: ") && e.contains("no requests"), "{e}");
+        assert!(
+            e.starts_with("t.jsonl: ") && e.contains("no requests"),
+            "{e}"
+        );
         let e = parse_err("");
         assert!(e.contains("no requests"), "{e}");
         let e = parse_trace("{}", "t.jsonl", 0).unwrap_err().0;
@@ -1095,7 +1122,8 @@ mod tests {
 
     #[test]
     fn crlf_lines_are_accepted() {
-        let w = parse("{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\r\n\r\n").unwrap();
+        let w =
+            parse("{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\r\n\r\n").unwrap();
         assert_eq!(w.requests.len(), 1);
     }
 
@@ -1152,10 +1180,15 @@ mod tests {
         raw.extend_from_slice(b"\n{\"a\": \"\xff\xfe\"}\n");
         std::fs::write(&bin, raw).unwrap();
         let e = load_trace(&bin, 512).unwrap_err().0;
-        assert!(e.starts_with(&format!("{}:2: ", bin.display())) && e.contains("UTF-8"), "{e}");
+        assert!(
+            e.starts_with(&format!("{}:2: ", bin.display())) && e.contains("UTF-8"),
+            "{e}"
+        );
 
         // Missing and empty files.
-        let e = load_trace(&dir.path().join("nope.jsonl"), 512).unwrap_err().0;
+        let e = load_trace(&dir.path().join("nope.jsonl"), 512)
+            .unwrap_err()
+            .0;
         assert!(e.contains("nope.jsonl") && e.contains("cannot open"), "{e}");
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();
