@@ -1,16 +1,1211 @@
 //! Mooncake JSONL traces (spec §2.1–2.3, §2.8): plain or gzip, sessions, field aliases.
+//!
+//! This module owns reading a trace file into a [`Workload`]: line-by-line streaming parse with
+//! precise `file:line` errors, hash-id interning (shared with the synthetic generator through
+//! [`BlockInterner`]), session grouping, think-time derivation and timestamp normalisation.
+//! The arrival speed-up ratio is *not* applied here (the simulator does it, spec §2.8).
+//!
+//! Conventions (facts from DynoSim 1.4.2 unless noted):
+//! * One JSON object per non-blank line; line numbers are 1-based and count blank lines.
+//! * Aliases: `timestamp`/`created_time`, `input_length`/`input_tokens`,
+//!   `output_length`/`output_tokens`, `delay`/`delay_ms`. Giving both names of one field is an
+//!   error (DynoSim rejects it as a duplicate field). `null` means "absent". Unknown fields are
+//!   ignored. Integers must be JSON integers (`10.0` is rejected, as in DynoSim).
+//! * `input_length` defaults to `len(hash_ids) × trace_block_size` and is clamped to it; the
+//!   clamped rows are counted in one warning. A prompt of 0 tokens is an error.
+//! * Rows with the same `session_id` form one session in file order; rows without one are the
+//!   session `request_<line>`. Turn k>0 waits `delay` after turn k−1 completes, else the
+//!   difference to the session's previous timestamp, else 0.
+//! * [`Timing::OpenLoop`] (trace replay): every session's first row needs a timestamp; arrivals
+//!   are shifted so the earliest is 0 and sessions are stably sorted by arrival.
+//!   [`Timing::ClosedLoop`] (`--replay-concurrency`): timestamps are ignored for admission, so
+//!   they are optional, sessions keep file order (DynoSim admits them in file order) and every
+//!   `first_arrival_ms` is `None`.
+//! * Request `uuid` = position in `Workload::requests` + 1 (DynoSim draws random UUIDs for
+//!   trace rows; ours are deterministic).
+//! * Only the first `ceil(input_length / trace_block_size)` hash ids of a row (those covering
+//!   the prompt) are interned and stored; the rest can never influence a simulation.
 
+use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+/// How the trace's timestamps will be used by the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Trace replay: first-turn timestamps drive arrivals (required, normalised to start at 0).
+    OpenLoop,
+    /// Concurrency-capped replay: timestamps only serve to infer think times; sessions keep file
+    /// order and have no first arrival.
+    ClosedLoop,
+}
+
 /// Loads a Mooncake JSONL trace (plain, or gzip when the name ends in `.gz`).
-pub fn load_trace(path: &Path, trace_block_size: u32) -> Result<super::Workload, InputError> {
-    let _ = (path, trace_block_size);
-    todo!("trace loading")
+pub fn load_trace(path: &Path, trace_block_size: u32) -> Result<Workload, InputError> {
+    load_trace_with(path, trace_block_size, Timing::OpenLoop)
 }
 
 /// Parses trace text; `name` is used in error messages (`name:line`).
-pub fn parse_trace(text: &str, name: &str, trace_block_size: u32) -> Result<super::Workload, InputError> {
-    let _ = (text, name, trace_block_size);
-    todo!("trace parsing")
+pub fn parse_trace(text: &str, name: &str, trace_block_size: u32) -> Result<Workload, InputError> {
+    parse_trace_with(text, name, trace_block_size, Timing::OpenLoop)
+}
+
+/// [`load_trace`] with an explicit [`Timing`] (use `ClosedLoop` for `--replay-concurrency`).
+pub fn load_trace_with(
+    path: &Path,
+    trace_block_size: u32,
+    timing: Timing,
+) -> Result<Workload, InputError> {
+    let name = path.display().to_string();
+    let gz = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".gz"));
+    let file = File::open(path)
+        .map_err(|e| InputError::new(format!("{name}: cannot open trace file: {e}")))?;
+    if gz {
+        let reader = BufReader::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)));
+        read_lines(reader, &name, true, trace_block_size, timing)
+    } else {
+        read_lines(BufReader::new(file), &name, false, trace_block_size, timing)
+    }
+}
+
+/// [`parse_trace`] with an explicit [`Timing`].
+pub fn parse_trace_with(
+    text: &str,
+    name: &str,
+    trace_block_size: u32,
+    timing: Timing,
+) -> Result<Workload, InputError> {
+    let mut b = TraceBuilder::new(name, trace_block_size, timing)?;
+    for (idx, line) in text.split('\n').enumerate() {
+        b.push_line(idx as u64 + 1, line)?;
+    }
+    b.finish()
+}
+
+/// Streams lines from `reader` into a [`TraceBuilder`], reusing one buffer.
+fn read_lines<R: Read>(
+    mut reader: BufReader<R>,
+    name: &str,
+    gz: bool,
+    trace_block_size: u32,
+    timing: Timing,
+) -> Result<Workload, InputError> {
+    let mut b = TraceBuilder::new(name, trace_block_size, timing)?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            let what = if gz { "gzip data" } else { "file" };
+            InputError::new(format!("{name}:{}: cannot read {what}: {e}", line_no + 1))
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = std::str::from_utf8(&buf).map_err(|e| {
+            let hint = if !gz && line_no == 1 && buf.starts_with(&[0x1f, 0x8b]) {
+                " (the file looks gzip-compressed; give it a .gz name)"
+            } else {
+                ""
+            };
+            InputError::new(format!(
+                "{name}:{line_no}: not valid UTF-8 text (bad byte at offset {}){hint}",
+                e.valid_up_to()
+            ))
+        })?;
+        b.push_line(line_no, line)?;
+    }
+    b.finish()
+}
+
+/// Interns raw 64-bit block ids to dense `u32` ids in first-seen order.
+#[derive(Debug, Default)]
+pub(crate) struct BlockInterner {
+    map: HashMap<u64, u32>,
+    /// Interned ids of all stored prompts, referenced by `Content::Blocks`.
+    pub(crate) block_ids: Vec<u32>,
+}
+
+impl BlockInterner {
+    /// Appends the interned ids of `raw` to `block_ids`; returns the content reference, or `None`
+    /// when the id space or the store would exceed `u32`.
+    pub(crate) fn push_prompt(&mut self, raw: impl IntoIterator<Item = u64>) -> Option<Content> {
+        let start = u32::try_from(self.block_ids.len()).ok()?;
+        for id in raw {
+            let next = self.map.len();
+            let dense = match self.map.get(&id) {
+                Some(&d) => d,
+                None => {
+                    let d = u32::try_from(next).ok()?;
+                    self.map.insert(id, d);
+                    d
+                }
+            };
+            self.block_ids.push(dense);
+        }
+        let len = u32::try_from(self.block_ids.len() - start as usize).ok()?;
+        start.checked_add(len)?;
+        Some(Content::Blocks { start, len })
+    }
+
+    pub(crate) fn num_distinct(&self) -> u32 {
+        // push_prompt never lets the map grow past u32::MAX + 1 entries' worth of ids.
+        u32::try_from(self.map.len()).unwrap_or(u32::MAX)
+    }
+}
+
+/// One parsed turn, in file order.
+struct Turn {
+    session: u32,
+    input_length: u32,
+    output_length: u32,
+    content: Content,
+    delay_after_previous_ms: f64,
+    priority: i32,
+    strict_priority: u32,
+}
+
+/// A session under construction.
+struct Session {
+    id: String,
+    first_ts: Option<f64>,
+    last_ts: Option<f64>,
+    num_turns: u32,
+}
+
+/// Accumulates rows; shared by the file and in-memory entry points.
+struct TraceBuilder<'a> {
+    name: &'a str,
+    tbs: u32,
+    timing: Timing,
+    interner: BlockInterner,
+    turns: Vec<Turn>,
+    sessions: Vec<Session>,
+    session_index: HashMap<String, u32>,
+    clamped_rows: u64,
+    first_clamped_line: u64,
+}
+
+impl<'a> TraceBuilder<'a> {
+    fn new(name: &'a str, tbs: u32, timing: Timing) -> Result<Self, InputError> {
+        if tbs == 0 {
+            return Err(InputError::new(format!(
+                "{name}: trace block size must be at least 1 (--trace-block-size), got 0"
+            )));
+        }
+        Ok(TraceBuilder {
+            name,
+            tbs,
+            timing,
+            interner: BlockInterner::default(),
+            turns: Vec::new(),
+            sessions: Vec::new(),
+            session_index: HashMap::new(),
+            clamped_rows: 0,
+            first_clamped_line: 0,
+        })
+    }
+
+    fn err(&self, line: u64, msg: impl fmt::Display) -> InputError {
+        InputError::new(format!("{}:{line}: {msg}", self.name))
+    }
+
+    fn push_line(&mut self, line_no: u64, line: &str) -> Result<(), InputError> {
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        let raw: RawRow = serde_json::from_str(line).map_err(|e| {
+            // serde_json's position is within this one line: report only its column.
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let msg = full.strip_suffix(&suffix).unwrap_or(&full);
+            let col = e.column();
+            if e.is_data() {
+                self.err(line_no, format_args!("{msg} (column {col})"))
+            } else {
+                self.err(line_no, format_args!("invalid JSON: {msg} (column {col})"))
+            }
+        })?;
+        if let Some((first, second)) = raw.duplicate {
+            return Err(self.err(
+                line_no,
+                format_args!(
+                    "fields \"{first}\" and \"{second}\" are the same field; give only one"
+                ),
+            ));
+        }
+        let row = self.check_row(line_no, raw)?;
+        self.add_row(line_no, row)
+    }
+
+    /// Type-checks the known fields of a row.
+    fn check_row(&self, line: u64, raw: RawRow) -> Result<Row, InputError> {
+        let field_err = |key: &str, expected: &str, v: &Value| {
+            self.err(
+                line,
+                format_args!(
+                    "field \"{key}\": expected {expected}, found {}",
+                    describe(v)
+                ),
+            )
+        };
+        let missing = |key: &str, expected: &str| {
+            self.err(
+                line,
+                format_args!("missing required field \"{key}\" ({expected})"),
+            )
+        };
+
+        let hash_ids = match raw.hash_ids {
+            None => {
+                return Err(missing(
+                    "hash_ids",
+                    "a non-empty list of non-negative integers",
+                ))
+            }
+            Some(Value::Array(items)) => {
+                if items.is_empty() {
+                    return Err(self.err(
+                        line,
+                        "field \"hash_ids\": expected a non-empty list of non-negative integers, \
+                         found an empty list",
+                    ));
+                }
+                let mut ids = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    match item.as_u64() {
+                        Some(id) => ids.push(id),
+                        None => {
+                            return Err(self.err(
+                                line,
+                                format_args!(
+                                    "field \"hash_ids\": expected a non-empty list of \
+                                     non-negative integers, element {i} is {}",
+                                    describe(item)
+                                ),
+                            ))
+                        }
+                    }
+                }
+                ids
+            }
+            Some(v) => {
+                return Err(field_err(
+                    "hash_ids",
+                    "a non-empty list of non-negative integers",
+                    &v,
+                ))
+            }
+        };
+
+        let output_length = match raw.output_length {
+            None => return Err(missing("output_length", "a non-negative integer")),
+            Some((key, v)) => match v.as_u64() {
+                Some(n) => u32::try_from(n).map_err(|_| {
+                    self.err(
+                        line,
+                        format_args!("field \"{key}\": {n} is too large (at most {})", u32::MAX),
+                    )
+                })?,
+                None => return Err(field_err(key, "a non-negative integer", &v)),
+            },
+        };
+
+        let input_length = match raw.input_length {
+            None => None,
+            Some((key, v)) => match v.as_u64() {
+                Some(n) => Some((key, n)),
+                None => return Err(field_err(key, "a non-negative integer", &v)),
+            },
+        };
+
+        let timestamp = match raw.timestamp {
+            None => None,
+            Some((key, v)) => match v.as_f64() {
+                Some(t) if v.is_number() && t.is_finite() => Some(t),
+                _ => return Err(field_err(key, "a number (milliseconds)", &v)),
+            },
+        };
+
+        let delay = match raw.delay {
+            None => None,
+            Some((key, v)) => match v.as_f64() {
+                Some(d) if v.is_number() && d.is_finite() && d >= 0.0 => Some((key, d)),
+                _ => return Err(field_err(key, "a non-negative number (milliseconds)", &v)),
+            },
+        };
+
+        let session_id = match raw.session_id {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(v) => return Err(field_err("session_id", "a string", &v)),
+        };
+
+        let priority = match raw.priority {
+            None => 0,
+            Some(v) => match v.as_i64().and_then(|p| i32::try_from(p).ok()) {
+                Some(p) => p,
+                None => return Err(field_err("priority", "a 32-bit signed integer", &v)),
+            },
+        };
+
+        let strict_priority = match raw.strict_priority {
+            None => 0,
+            Some(v) => match v.as_u64().and_then(|p| u32::try_from(p).ok()) {
+                Some(p) => p,
+                None => {
+                    return Err(field_err(
+                        "strict_priority",
+                        "a 32-bit non-negative integer",
+                        &v,
+                    ))
+                }
+            },
+        };
+
+        Ok(Row {
+            hash_ids,
+            output_length,
+            input_length,
+            timestamp,
+            delay,
+            session_id,
+            priority,
+            strict_priority,
+        })
+    }
+
+    fn add_row(&mut self, line: u64, row: Row) -> Result<(), InputError> {
+        let tbs = u64::from(self.tbs);
+        let capacity = row.hash_ids.len() as u64 * tbs;
+        let input_length = match row.input_length {
+            None => capacity,
+            Some((_, n)) if n > capacity => {
+                self.clamped_rows += 1;
+                if self.first_clamped_line == 0 {
+                    self.first_clamped_line = line;
+                }
+                capacity
+            }
+            Some((key, 0)) => {
+                return Err(self.err(
+                    line,
+                    format_args!("field \"{key}\": expected a positive integer, found 0"),
+                ))
+            }
+            Some((_, n)) => n,
+        };
+        let input_length = u32::try_from(input_length).map_err(|_| {
+            self.err(
+                line,
+                format_args!(
+                    "prompt of {input_length} tokens is too long (at most {} tokens)",
+                    u32::MAX
+                ),
+            )
+        })?;
+
+        // Session lookup (rows without an id are the session `request_<line>`).
+        let key = row.session_id.unwrap_or_else(|| format!("request_{line}"));
+        let session = match self.session_index.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = u32::try_from(self.sessions.len())
+                    .map_err(|_| self.err(line, "too many sessions"))?;
+                if self.timing == Timing::OpenLoop && row.timestamp.is_none() {
+                    return Err(self.err(
+                        line,
+                        format_args!(
+                            "missing field \"timestamp\" on the first row of session \"{key}\" \
+                             (trace replay needs each session's arrival time in ms)"
+                        ),
+                    ));
+                }
+                self.sessions.push(Session {
+                    id: key.clone(),
+                    first_ts: row.timestamp,
+                    last_ts: None,
+                    num_turns: 0,
+                });
+                self.session_index.insert(key, s);
+                s
+            }
+        };
+
+        let sess = &self.sessions[session as usize];
+        let delay_after_previous_ms = if sess.num_turns == 0 {
+            if let Some((dkey, d)) = row.delay {
+                if d != 0.0 {
+                    return Err(self.err(
+                        line,
+                        format_args!(
+                            "field \"{dkey}\": the first row of session \"{}\" cannot have a \
+                             non-zero delay (found {d})",
+                            sess.id
+                        ),
+                    ));
+                }
+            }
+            0.0
+        } else if let Some((_, d)) = row.delay {
+            d
+        } else if let Some(ts) = row.timestamp {
+            let Some(prev) = sess.last_ts else {
+                return Err(self.err(
+                    line,
+                    format_args!(
+                        "cannot infer the delay of this turn of session \"{}\": it has a \
+                         \"timestamp\" but no earlier row of the session has one (give \"delay\")",
+                        sess.id
+                    ),
+                ));
+            };
+            let d = ts - prev;
+            if !(d.is_finite() && d >= 0.0) {
+                return Err(self.err(
+                    line,
+                    format_args!(
+                        "field \"timestamp\": {ts} is earlier than the previous timestamp {prev} \
+                         of session \"{}\" (turns must be in time order, or give \"delay\")",
+                        sess.id
+                    ),
+                ));
+            }
+            d
+        } else {
+            0.0
+        };
+
+        // Only the ids covering the prompt matter.
+        let needed = (u64::from(input_length)).div_ceil(tbs) as usize;
+        let content = self
+            .interner
+            .push_prompt(row.hash_ids[..needed].iter().copied())
+            .ok_or_else(|| self.err(line, "too many hash ids in the trace (limit 2^32)"))?;
+
+        let sess = &mut self.sessions[session as usize];
+        sess.num_turns += 1;
+        if row.timestamp.is_some() {
+            sess.last_ts = row.timestamp;
+        }
+        self.turns.push(Turn {
+            session,
+            input_length,
+            output_length: row.output_length,
+            content,
+            delay_after_previous_ms,
+            priority: row.priority,
+            strict_priority: row.strict_priority,
+        });
+        if self.turns.len() > u32::MAX as usize {
+            return Err(self.err(line, "too many requests"));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Workload, InputError> {
+        if self.turns.is_empty() {
+            return Err(InputError::new(format!(
+                "{}: the trace contains no requests (the file is empty or has only blank lines)",
+                self.name
+            )));
+        }
+
+        // Session order: by normalised first arrival (open loop), else file order; stable.
+        let mut order: Vec<u32> = (0..self.sessions.len() as u32).collect();
+        let min_ts = match self.timing {
+            Timing::OpenLoop => {
+                let min = self
+                    .sessions
+                    .iter()
+                    .filter_map(|s| s.first_ts)
+                    .min_by(f64::total_cmp)
+                    .unwrap_or(0.0);
+                order.sort_by(|&a, &b| {
+                    let ta = self.sessions[a as usize].first_ts.unwrap_or(0.0);
+                    let tb = self.sessions[b as usize].first_ts.unwrap_or(0.0);
+                    ta.total_cmp(&tb)
+                });
+                Some(min)
+            }
+            Timing::ClosedLoop => None,
+        };
+        let mut rank = vec![0u32; self.sessions.len()];
+        for (pos, &s) in order.iter().enumerate() {
+            rank[s as usize] = pos as u32;
+        }
+
+        // Requests grouped by session rank; a stable sort keeps turn (file) order.
+        let mut turn_order: Vec<u32> = (0..self.turns.len() as u32).collect();
+        turn_order.sort_by_key(|&t| rank[self.turns[t as usize].session as usize]);
+
+        let mut sessions = Vec::with_capacity(order.len());
+        let mut first_request = 0u32;
+        for &s in &order {
+            let src = &self.sessions[s as usize];
+            sessions.push(SessionSpec {
+                id: src.id.clone(),
+                first_arrival_ms: match min_ts {
+                    Some(min) => src.first_ts.map(|t| t - min),
+                    None => None,
+                },
+                first_request,
+                num_turns: src.num_turns,
+            });
+            first_request += src.num_turns;
+        }
+
+        let mut requests = Vec::with_capacity(self.turns.len());
+        let mut turn_in_session = 0u32;
+        let mut prev_session = u32::MAX;
+        for (pos, &t) in turn_order.iter().enumerate() {
+            let src = &self.turns[t as usize];
+            let session = rank[src.session as usize];
+            if session != prev_session {
+                turn_in_session = 0;
+                prev_session = session;
+            }
+            requests.push(RequestSpec {
+                uuid: pos as u64 + 1,
+                input_length: src.input_length,
+                output_length: src.output_length,
+                content: src.content,
+                session,
+                turn: turn_in_session,
+                delay_after_previous_ms: src.delay_after_previous_ms,
+                priority: src.priority,
+                strict_priority: src.strict_priority,
+            });
+            turn_in_session += 1;
+        }
+
+        let mut warnings = Vec::new();
+        if self.clamped_rows > 0 {
+            let (rows, were) = if self.clamped_rows == 1 {
+                ("row", "was")
+            } else {
+                ("rows", "were")
+            };
+            warnings.push(format!(
+                "{}: {} {rows} had input_length above len(hash_ids) x {} and {were} clamped \
+                 (first at line {})",
+                self.name, self.clamped_rows, self.tbs, self.first_clamped_line
+            ));
+        }
+
+        let flat = sessions.iter().all(|s| s.num_turns == 1);
+        let num_distinct_blocks = self.interner.num_distinct();
+        Ok(Workload {
+            sessions,
+            requests,
+            block_ids: self.interner.block_ids,
+            trace_block_size: self.tbs,
+            num_distinct_blocks,
+            flat,
+            warnings,
+        })
+    }
+}
+
+/// A type-checked row.
+struct Row {
+    hash_ids: Vec<u64>,
+    output_length: u32,
+    /// (field name used, value)
+    input_length: Option<(&'static str, u64)>,
+    timestamp: Option<f64>,
+    delay: Option<(&'static str, f64)>,
+    session_id: Option<String>,
+    priority: i32,
+    strict_priority: u32,
+}
+
+/// The known fields of a row as raw JSON values (`null` = absent), with the alias that was used.
+#[derive(Default)]
+struct RawRow {
+    timestamp: Option<(&'static str, Value)>,
+    input_length: Option<(&'static str, Value)>,
+    output_length: Option<(&'static str, Value)>,
+    delay: Option<(&'static str, Value)>,
+    hash_ids: Option<Value>,
+    session_id: Option<Value>,
+    priority: Option<Value>,
+    strict_priority: Option<Value>,
+    /// First pair of keys naming the same field, if any.
+    duplicate: Option<(&'static str, &'static str)>,
+}
+
+/// Canonical field of each known key (aliases share a slot).
+const KEYS: &[(&str, usize)] = &[
+    ("timestamp", 0),
+    ("created_time", 0),
+    ("input_length", 1),
+    ("input_tokens", 1),
+    ("output_length", 2),
+    ("output_tokens", 2),
+    ("delay", 3),
+    ("delay_ms", 3),
+    ("hash_ids", 4),
+    ("session_id", 5),
+    ("priority", 6),
+    ("strict_priority", 7),
+];
+
+impl<'de> de::Deserialize<'de> for RawRow {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RowVisitor)
+    }
+}
+
+struct RowVisitor;
+
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = RawRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object (one trace row)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRow, A::Error> {
+        let mut row = RawRow::default();
+        let mut seen: [Option<&'static str>; 8] = [None; 8];
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let Some(&(name, slot)) = KEYS.iter().find(|(k, _)| *k == key) else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let value: Value = map.next_value()?;
+            if let Some(prev) = seen[slot] {
+                row.duplicate.get_or_insert((prev, name));
+                continue;
+            }
+            seen[slot] = Some(name);
+            if value.is_null() {
+                continue;
+            }
+            match slot {
+                0 => row.timestamp = Some((name, value)),
+                1 => row.input_length = Some((name, value)),
+                2 => row.output_length = Some((name, value)),
+                3 => row.delay = Some((name, value)),
+                4 => row.hash_ids = Some(value),
+                5 => row.session_id = Some(value),
+                6 => row.priority = Some(value),
+                _ => row.strict_priority = Some(value),
+            }
+        }
+        Ok(row)
+    }
+}
+
+/// Short description of a JSON value's type, for error messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(n) => {
+            if n.is_u64() {
+                format!("the integer {n}")
+            } else if n.is_i64() {
+                format!("the negative integer {n}")
+            } else {
+                format!("the non-integer number {n}")
+            }
+        }
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn parse(text: &str) -> Result<Workload, InputError> {
+        parse_trace(text, "t.jsonl", 512)
+    }
+
+    fn parse_err(text: &str) -> String {
+        parse(text).expect_err("expected an error").0
+    }
+
+    #[test]
+    fn aliases_and_defaults() {
+        let w = parse(concat!(
+            r#"{"created_time": 10, "input_tokens": 600, "output_tokens": 7, "hash_ids": [5, 6]}"#,
+            "\n",
+            r#"{"timestamp": 20, "output_length": 3, "hash_ids": [5, 9, 11]}"#,
+            "\n",
+        ))
+        .unwrap();
+        assert_eq!(w.requests.len(), 2);
+        let r0 = &w.requests[0];
+        assert_eq!((r0.input_length, r0.output_length), (600, 7));
+        assert_eq!(w.blocks_of(r0), &[0, 1]);
+        let r1 = &w.requests[1];
+        // Default input_length = len(hash_ids) x trace_block_size.
+        assert_eq!((r1.input_length, r1.output_length), (3 * 512, 3));
+        // Interning in first-seen order: 5->0, 6->1, 9->2, 11->3.
+        assert_eq!(w.blocks_of(r1), &[0, 2, 3]);
+        assert_eq!(w.num_distinct_blocks, 4);
+        assert_eq!(w.trace_block_size, 512);
+        assert!(w.flat);
+        assert!(w.warnings.is_empty());
+        assert_eq!(
+            w.sessions
+                .iter()
+                .map(|s| s.first_arrival_ms)
+                .collect::<Vec<_>>(),
+            vec![Some(0.0), Some(10.0)]
+        );
+    }
+
+    #[test]
+    fn delay_ms_alias_priorities_and_unknown_fields() {
+        let w = parse(concat!(
+            r#"{"session_id": "s", "timestamp": 1, "output_length": 1, "hash_ids": [1], "priority": -4, "strict_priority": 2, "extra": {"a": [1, 2]}, "request_id": "x"}"#,
+            "\n",
+            r#"{"session_id": "s", "delay_ms": 25.5, "output_length": 1, "hash_ids": [1], "policy_class": null}"#,
+        ))
+        .unwrap();
+        assert_eq!(w.requests[0].priority, -4);
+        assert_eq!(w.requests[0].strict_priority, 2);
+        assert_eq!(w.requests[1].priority, 0);
+        assert_eq!(w.requests[1].delay_after_previous_ms, 25.5);
+    }
+
+    #[test]
+    fn only_prompt_covering_ids_are_stored() {
+        // 600 tokens with block 512 need 2 ids; the third never matters.
+        let w = parse(
+            r#"{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [7, 8, 9]}"#,
+        )
+        .unwrap();
+        assert_eq!(w.blocks_of(&w.requests[0]).len(), 2);
+        assert_eq!(w.num_distinct_blocks, 2);
+        assert_eq!(w.block_ids, vec![0, 1]);
+    }
+
+    #[test]
+    fn sessions_turns_and_delays() {
+        let text = [
+            r#"{"session_id": "b", "timestamp": 3000, "output_length": 1, "hash_ids": [1]}"#,
+            r#"{"session_id": "a", "timestamp": 1000, "output_length": 1, "hash_ids": [2]}"#,
+            r#"{"session_id": "b", "timestamp": 3500, "output_length": 1, "hash_ids": [1]}"#,
+            r#"{"session_id": "a", "delay": 50, "timestamp": 9999, "output_length": 1, "hash_ids": [2]}"#,
+            r#"{"session_id": "a", "output_length": 1, "hash_ids": [2]}"#,
+            "",
+            r#"{"timestamp": 1000, "output_length": 1, "hash_ids": [9]}"#,
+            r#"{"session_id": "a", "timestamp": 10009, "output_length": 2, "hash_ids": [2]}"#,
+        ]
+        .join("\n");
+        let w = parse(&text).unwrap();
+        assert!(!w.flat);
+        let ids: Vec<_> = w.sessions.iter().map(|s| s.id.as_str()).collect();
+        // (first arrival, file order): a (1000, line 2), request_7 (1000, line 7), b (3000).
+        assert_eq!(ids, ["a", "request_7", "b"]);
+        let arrivals: Vec<_> = w.sessions.iter().map(|s| s.first_arrival_ms).collect();
+        assert_eq!(arrivals, [Some(0.0), Some(0.0), Some(2000.0)]);
+        assert_eq!(
+            w.sessions
+                .iter()
+                .map(|s| (s.first_request, s.num_turns))
+                .collect::<Vec<_>>(),
+            [(0, 4), (4, 1), (5, 2)]
+        );
+        let view: Vec<_> = w
+            .requests
+            .iter()
+            .map(|r| (r.uuid, r.session, r.turn, r.delay_after_previous_ms))
+            .collect();
+        assert_eq!(
+            view,
+            [
+                (1, 0, 0, 0.0),
+                (2, 0, 1, 50.0), // explicit delay wins over the timestamp
+                (3, 0, 2, 0.0),  // neither delay nor timestamp
+                (4, 0, 3, 10.0), // 10009 - 9999 (last timestamp seen in the session)
+                (5, 1, 0, 0.0),
+                (6, 2, 0, 0.0),
+                (7, 2, 1, 500.0), // 3500 - 3000
+            ]
+        );
+        assert_eq!(w.requests[3].output_length, 2);
+    }
+
+    #[test]
+    fn normalisation_and_stable_sort() {
+        let w = parse(concat!(
+            r#"{"timestamp": 200, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            "\n",
+            r#"{"timestamp": 100, "input_length": 20, "output_length": 1, "hash_ids": [2]}"#,
+            "\n",
+            r#"{"timestamp": 100, "input_length": 30, "output_length": 1, "hash_ids": [3]}"#,
+        ))
+        .unwrap();
+        let v: Vec<_> = w
+            .sessions
+            .iter()
+            .map(|s| (s.id.as_str(), s.first_arrival_ms))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                ("request_2", Some(0.0)),
+                ("request_3", Some(0.0)),
+                ("request_1", Some(100.0))
+            ]
+        );
+        let lens: Vec<_> = w.requests.iter().map(|r| r.input_length).collect();
+        assert_eq!(lens, [20, 30, 10]);
+        assert_eq!(
+            w.requests.iter().map(|r| r.uuid).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn closed_loop_keeps_file_order_and_allows_missing_timestamps() {
+        let text = concat!(
+            r#"{"timestamp": 200, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            "\n",
+            r#"{"input_length": 20, "output_length": 1, "hash_ids": [2]}"#,
+            "\n",
+            r#"{"timestamp": 100, "input_length": 30, "output_length": 1, "hash_ids": [3]}"#,
+        );
+        let w = parse_trace_with(text, "t.jsonl", 512, Timing::ClosedLoop).unwrap();
+        let lens: Vec<_> = w.requests.iter().map(|r| r.input_length).collect();
+        assert_eq!(lens, [10, 20, 30]);
+        assert!(w.sessions.iter().all(|s| s.first_arrival_ms.is_none()));
+        // Open loop needs the timestamp of line 2.
+        let e = parse_err(text);
+        assert!(e.starts_with("t.jsonl:2: "), "{e}");
+        assert!(e.contains("\"timestamp\""), "{e}");
+    }
+
+    #[test]
+    fn clamping_is_counted_in_one_warning() {
+        let w = parse(concat!(
+            r#"{"timestamp": 0, "input_length": 2000, "output_length": 1, "hash_ids": [1, 2]}"#,
+            "\n",
+            r#"{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}"#,
+            "\n",
+            r#"{"timestamp": 0, "input_length": 513, "output_length": 1, "hash_ids": [1]}"#,
+        ))
+        .unwrap();
+        let lens: Vec<_> = w.requests.iter().map(|r| r.input_length).collect();
+        assert_eq!(lens, [1024, 1024, 512]);
+        assert_eq!(
+            w.warnings,
+            vec![
+                "t.jsonl: 2 rows had input_length above len(hash_ids) x 512 and were clamped \
+                 (first at line 1)"
+                    .to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_ids_are_not_truncated() {
+        // 1 and 2^32 + 1 share their low 32 bits but are different blocks.
+        let w = parse(concat!(
+            r#"{"timestamp": 0, "output_length": 1, "hash_ids": [1, 18446744073709551615]}"#,
+            "\n",
+            r#"{"timestamp": 0, "output_length": 1, "hash_ids": [4294967297]}"#,
+        ))
+        .unwrap();
+        assert_eq!(w.block_ids, vec![0, 1, 2]);
+    }
+
+    fn assert_err(text: &str, line: u64, needles: &[&str]) {
+        let e = parse_err(text);
+        assert!(
+            e.starts_with(&format!("t.jsonl:{line}: ")),
+            "wrong location in {e:?}"
+        );
+        for n in needles {
+            assert!(e.contains(n), "{e:?} lacks {n:?}");
+        }
+    }
+
+    #[test]
+    fn field_errors_name_line_field_and_expectation() {
+        let ok = r#"{"timestamp": 0, "output_length": 1, "hash_ids": [1]}"#;
+        let with = |bad: &str| format!("{ok}\n\n{bad}\n");
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": "abc"}"#),
+            3,
+            &[
+                "field \"hash_ids\"",
+                "non-empty list of non-negative integers",
+                "found a string",
+            ],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": []}"#),
+            3,
+            &["field \"hash_ids\"", "empty list"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1, -2]}"#),
+            3,
+            &["field \"hash_ids\"", "element 1", "negative integer -2"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1.5]}"#),
+            3,
+            &["field \"hash_ids\"", "non-integer"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1}"#),
+            3,
+            &["missing required field \"hash_ids\""],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "hash_ids": [1]}"#),
+            3,
+            &["missing required field \"output_length\""],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_tokens": -1, "hash_ids": [1]}"#),
+            3,
+            &["field \"output_tokens\"", "non-negative integer"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 4294967296, "hash_ids": [1]}"#),
+            3,
+            &["field \"output_length\"", "too large"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "input_length": 10.0, "output_length": 1, "hash_ids": [1]}"#),
+            3,
+            &[
+                "field \"input_length\"",
+                "non-negative integer",
+                "non-integer",
+            ],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "input_tokens": 0, "output_length": 1, "hash_ids": [1]}"#),
+            3,
+            &["field \"input_tokens\"", "positive integer"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": "5", "output_length": 1, "hash_ids": [1]}"#),
+            3,
+            &["field \"timestamp\"", "number", "string"],
+        );
+        assert_err(
+            &with(r#"{"created_time": true, "output_length": 1, "hash_ids": [1]}"#),
+            3,
+            &["field \"created_time\"", "boolean"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "session_id": 5}"#),
+            3,
+            &["field \"session_id\"", "a string"],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "priority": 1e3}"#),
+            3,
+            &["field \"priority\"", "32-bit signed integer"],
+        );
+        assert_err(
+            &with(
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "strict_priority": -1}"#,
+            ),
+            3,
+            &["field \"strict_priority\""],
+        );
+        assert_err(
+            &with(r#"{"timestamp": 1, "created_time": 1, "output_length": 1, "hash_ids": [1]}"#),
+            3,
+            &["\"timestamp\"", "\"created_time\"", "same field"],
+        );
+        assert_err(&with(r#"[1, 2]"#), 3, &["JSON object"]);
+    }
+
+    #[test]
+    fn session_errors() {
+        // Missing timestamp on a session's first row.
+        assert_err(
+            r#"{"session_id": "s", "output_length": 1, "hash_ids": [1]}"#,
+            1,
+            &["\"timestamp\"", "session \"s\""],
+        );
+        // Non-zero delay on a first row (delay 0 is fine).
+        assert_err(
+            concat!(
+                r#"{"session_id": "s", "timestamp": 0, "delay": 0, "output_length": 1, "hash_ids": [1]}"#,
+                "\n",
+                r#"{"session_id": "t", "timestamp": 0, "delay_ms": 5, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            2,
+            &["field \"delay_ms\"", "first row", "session \"t\""],
+        );
+        // Negative delay.
+        assert_err(
+            concat!(
+                r#"{"session_id": "s", "timestamp": 0, "output_length": 1, "hash_ids": [1]}"#,
+                "\n",
+                r#"{"session_id": "s", "delay": -1, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            2,
+            &["field \"delay\"", "non-negative number"],
+        );
+        // Timestamps going backwards within a session.
+        assert_err(
+            concat!(
+                r#"{"session_id": "s", "timestamp": 10, "output_length": 1, "hash_ids": [1]}"#,
+                "\n",
+                r#"{"session_id": "s", "timestamp": 5, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            2,
+            &["field \"timestamp\"", "earlier than", "session \"s\""],
+        );
+        // Closed loop: a later timestamp with no earlier one cannot give a delay.
+        let e = parse_trace_with(
+            concat!(
+                r#"{"session_id": "s", "output_length": 1, "hash_ids": [1]}"#,
+                "\n",
+                r#"{"session_id": "s", "timestamp": 5, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            "t.jsonl",
+            512,
+            Timing::ClosedLoop,
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("t.jsonl:2: ") && e.contains("cannot infer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn json_and_file_level_errors() {
+        assert_err(
+            "{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\n{\"timestamp\": 0, \"outp",
+            2,
+            &["invalid JSON"],
+        );
+        assert_err("\n\nnot json\n", 3, &["invalid JSON", "(column 2)"]);
+        let e = parse_err("\n\nnot json\n");
+        assert!(
+            !e.contains("line 1"),
+            "serde's in-line position leaked: {e}"
+        );
+        let e = parse_err("\n  \n\n");
+        assert!(
+            e.starts_with("t.jsonl: ") && e.contains("no requests"),
+            "{e}"
+        );
+        let e = parse_err("");
+        assert!(e.contains("no requests"), "{e}");
+        let e = parse_trace("{}", "t.jsonl", 0).unwrap_err().0;
+        assert!(e.contains("--trace-block-size"), "{e}");
+    }
+
+    #[test]
+    fn crlf_lines_are_accepted() {
+        let w =
+            parse("{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\r\n\r\n").unwrap();
+        assert_eq!(w.requests.len(), 1);
+    }
+
+    #[test]
+    fn gzip_round_trip_and_plain_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = concat!(
+            r#"{"timestamp": 100, "input_length": 700, "output_length": 3, "hash_ids": [4, 5]}"#,
+            "\n",
+            r#"{"timestamp": 200, "input_length": 900, "output_length": 3, "hash_ids": [4, 5]}"#,
+            "\n",
+        );
+        let plain = dir.path().join("trace.jsonl");
+        std::fs::write(&plain, text).unwrap();
+        let gz = dir.path().join("trace.jsonl.gz");
+        // Two gzip members, as produced by concatenating shards.
+        let mut bytes = Vec::new();
+        for half in text.split_inclusive('\n') {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(half.as_bytes()).unwrap();
+            bytes.extend(enc.finish().unwrap());
+        }
+        std::fs::write(&gz, &bytes).unwrap();
+
+        let a = load_trace(&plain, 512).unwrap();
+        let b = load_trace(&gz, 512).unwrap();
+        assert_eq!(a.requests, b.requests);
+        assert_eq!(a.sessions, b.sessions);
+        assert_eq!(b.requests.len(), 2);
+        assert_eq!(b.sessions[1].first_arrival_ms, Some(100.0));
+        assert_eq!(a, parse_trace(text, "x", 512).unwrap());
+
+        // A gzip file without the .gz name: invalid UTF-8 with a hint.
+        let misnamed = dir.path().join("trace2.jsonl");
+        std::fs::write(&misnamed, &bytes).unwrap();
+        let e = load_trace(&misnamed, 512).unwrap_err().0;
+        assert!(e.contains("trace2.jsonl:1:") && e.contains("gzip"), "{e}");
+
+        // Garbage with a .gz name.
+        let bad = dir.path().join("bad.jsonl.gz");
+        std::fs::write(&bad, b"this is not gzip at all\n").unwrap();
+        let e = load_trace(&bad, 512).unwrap_err().0;
+        assert!(e.contains("bad.jsonl.gz:1:") && e.contains("gzip"), "{e}");
+
+        // Truncated gzip stream.
+        let trunc = dir.path().join("trunc.jsonl.gz");
+        std::fs::write(&trunc, &bytes[..bytes.len() - 10]).unwrap();
+        let e = load_trace(&trunc, 512).unwrap_err().0;
+        assert!(e.contains("trunc.jsonl.gz:"), "{e}");
+
+        // Invalid UTF-8 on line 2 of a plain file.
+        let bin = dir.path().join("bin.jsonl");
+        let mut raw = text.lines().next().unwrap().as_bytes().to_vec();
+        raw.extend_from_slice(b"\n{\"a\": \"\xff\xfe\"}\n");
+        std::fs::write(&bin, raw).unwrap();
+        let e = load_trace(&bin, 512).unwrap_err().0;
+        assert!(
+            e.starts_with(&format!("{}:2: ", bin.display())) && e.contains("UTF-8"),
+            "{e}"
+        );
+
+        // Missing and empty files.
+        let e = load_trace(&dir.path().join("nope.jsonl"), 512)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("nope.jsonl") && e.contains("cannot open"), "{e}");
+        let empty = dir.path().join("empty.jsonl");
+        std::fs::write(&empty, "").unwrap();
+        let e = load_trace(&empty, 512).unwrap_err().0;
+        assert!(e.contains("no requests"), "{e}");
+    }
+
+    #[test]
+    fn truncated_last_line_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cut.jsonl");
+        std::fs::write(
+            &p,
+            "{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\n{\"timestamp\": 5, \"output_le",
+        )
+        .unwrap();
+        let e = load_trace(&p, 512).unwrap_err().0;
+        assert!(e.contains("cut.jsonl:2: invalid JSON"), "{e}");
+    }
 }
