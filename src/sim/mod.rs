@@ -420,12 +420,11 @@ impl<'w> Sim<'w> {
         let rank = decision.target as u32 % pool.dp;
         let worker = &mut self.workers[wi as usize];
         self.target_of[req as usize] = decision.target as u32;
-        let max_out = if worker.role == Role::Prefill {
-            r.output_length.min(1)
-        } else {
-            r.output_length
-        };
-        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, max_out);
+        // DynoSim 1.4.2's prefill workers run the request to its full output length with zero
+        // decode time (their tokens are hidden): the source KV is held until the last of them,
+        // which is emitted one per pass while the worker is busy with other prefills. Observed in
+        // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
+        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length);
         let local = wi - pool.first_worker;
         match worker.role {
             Role::Prefill => self.col.routed_prefill(req, local, decision.overlap_tokens),
