@@ -3,6 +3,7 @@
 //! only the types and their defaults (spec §4.1, §6.4).
 
 pub mod engine_args;
+mod json_fields;
 pub mod router_config;
 
 use serde::{Deserialize, Serialize};
@@ -164,9 +165,10 @@ impl Topology {
     /// Total simulated GPUs of the deployment.
     pub fn gpus(&self) -> u64 {
         match self {
-            Topology::Aggregated { num_workers, engine } => {
-                *num_workers as u64 * engine.gpus_per_worker() as u64
-            }
+            Topology::Aggregated {
+                num_workers,
+                engine,
+            } => *num_workers as u64 * engine.gpus_per_worker() as u64,
             Topology::Disaggregated {
                 num_prefill_workers,
                 prefill,
