@@ -104,3 +104,18 @@ pub struct RequestRecord {
     pub decode_route_overlap_tokens: Option<u32>,
     pub terminal_status: String,
 }
+
+// ---- TEMPORARY PLACEHOLDERS (cli branch only) --------------------------------------------------
+// `run::execute` calls these; the report owner's branch provides the real implementations
+// (spec §8.1, §8.2, §8.4). On merge, drop this block in favour of the report branch.
+pub mod table;
+
+/// Writes the flat JSON report (placeholder: not implemented on this branch).
+pub fn write_json(_report: &Report, _path: &std::path::Path) -> std::io::Result<()> {
+    unimplemented!("report::write_json is provided by the report branch")
+}
+
+/// Writes one JSON object per request (placeholder: not implemented on this branch).
+pub fn write_jsonl(_records: &[RequestRecord], _path: &std::path::Path) -> std::io::Result<()> {
+    unimplemented!("report::write_jsonl is provided by the report branch")
+}
