@@ -141,90 +141,105 @@ pub struct RunArgs {
     pub router_mode: RouterModeArg,
 
     // ---- AIConfigurator (accepted, refused by validation) ----
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_backend: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_system: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_backend_version: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "N",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_tp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_model_path: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "N",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_moe_tp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "N",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_moe_ep_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "N",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_attention_dp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_gemm_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_moe_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_fmha_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_kv_cache_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_comm_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "N",
         help_heading = "AIConfigurator (not supported)"
     )]
     pub aic_nextn: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
     #[arg(
         long,
         value_name = "S",
