@@ -6,11 +6,13 @@
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
 //! -> `sweep` (grid of points, leaderboards).
 
+pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod report;
 pub mod router;
+pub mod run;
 pub mod sim;
 pub mod sweep;
 pub mod workload;

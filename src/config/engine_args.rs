@@ -1,1 +1,652 @@
-//! Parsing of `--extra-engine-args` / `--prefill-engine-args` / `--decode-engine-args` JSON.
+//! Parsing of `--extra-engine-args` / `--prefill-engine-args` / `--decode-engine-args` JSON
+//! (DynoSim's `MockEngineArgs`, spec §4.1 and §1.2 rule 7) into [`EngineArgs`].
+//!
+//! Every key of upstream's table is known. Keys are sorted into three kinds:
+//! * simulated: validated and copied into `EngineArgs`;
+//! * no effect on offline timing (live-mode ports, startup time, AIC memory fractions...):
+//!   type-checked, then dropped;
+//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, NPZ or
+//!   AIC timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//!
+//! Unknown keys are rejected with the closest valid key as a suggestion.
+
+use super::json_fields::{parse_json_text, JsonObject};
+use super::{EngineArgs, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType};
+use crate::error::InputError;
+use serde_json::Value;
+
+/// Default vLLM block size, used when `block_size` is 0 or absent.
+pub const DEFAULT_VLLM_BLOCK_SIZE: u32 = 64;
+
+/// Every key upstream's `MockEngineArgs` accepts, in the order of the spec's table.
+pub const ENGINE_ARGS_KEYS: &[&str] = &[
+    "engine_type",
+    "num_gpu_blocks",
+    "block_size",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "speedup_ratio",
+    "decode_speedup_ratio",
+    "dp_size",
+    "startup_time",
+    "worker_type",
+    "is_prefill",
+    "is_decode",
+    "preemption_mode",
+    "planner_profile_data",
+    "kv_bytes_per_token",
+    "kv_transfer_bandwidth",
+    "kv_transfer_timing_mode",
+    "router_queue_policy",
+    "sglang",
+    "trtllm",
+    "g1_backend",
+    "num_g2_blocks",
+    "num_g3_blocks",
+    "enable_g4_storage",
+    "offload_batch_size",
+    "bandwidth_g1_to_g2_gbps",
+    "bandwidth_g2_to_g1_gbps",
+    "bandwidth_g2_to_g3_gbps",
+    "bandwidth_g3_to_g2_gbps",
+    "bandwidth_g2_to_g4_gbps",
+    "bandwidth_g4_to_g2_gbps",
+    "aic_backend",
+    "aic_system",
+    "aic_backend_version",
+    "aic_tp_size",
+    "aic_model_path",
+    "aic_moe_tp_size",
+    "aic_moe_ep_size",
+    "aic_attention_dp_size",
+    "aic_gemm_dtype",
+    "aic_moe_dtype",
+    "aic_fmha_dtype",
+    "aic_kv_cache_dtype",
+    "aic_comm_dtype",
+    "aic_nextn",
+    "aic_nextn_accept_rates",
+    "aic_mtp_seed",
+    "gpu_memory_utilization",
+    "mem_fraction_static",
+    "free_gpu_memory_fraction",
+    "reasoning",
+    "response_replay_trace_path",
+    "bootstrap_port",
+    "handoff_session_timeout_ms",
+    "zmq_kv_events_port",
+    "zmq_replay_port",
+    "enable_local_indexer",
+    "has_perf_model",
+];
+
+const AIC_STRING_KEYS: &[&str] = &[
+    "aic_backend",
+    "aic_system",
+    "aic_backend_version",
+    "aic_model_path",
+    "aic_gemm_dtype",
+    "aic_moe_dtype",
+    "aic_fmha_dtype",
+    "aic_kv_cache_dtype",
+    "aic_comm_dtype",
+    "aic_nextn_accept_rates",
+];
+
+const AIC_INT_KEYS: &[&str] = &[
+    "aic_tp_size",
+    "aic_moe_tp_size",
+    "aic_moe_ep_size",
+    "aic_attention_dp_size",
+    "aic_nextn",
+];
+
+const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
+    "bandwidth_g1_to_g2_gbps",
+    "bandwidth_g2_to_g1_gbps",
+    "bandwidth_g2_to_g3_gbps",
+    "bandwidth_g3_to_g2_gbps",
+    "bandwidth_g2_to_g4_gbps",
+    "bandwidth_g4_to_g2_gbps",
+];
+
+const OFFLOAD_WHY: &str = "KV offload tiers (G2/G3/G4, KVBM) are not simulated";
+const AIC_WHY: &str = "AIConfigurator-based timing is not implemented";
+
+/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`).
+pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<EngineArgs, InputError> {
+    parse_engine_args(&parse_json_text(json, flag)?, flag)
+}
+
+/// Validates one engine-args object. `origin` (a flag or YAML key path) prefixes every message.
+pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, InputError> {
+    let o = JsonObject::new(value, origin, "engine args")?;
+    o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
+    let mut a = EngineArgs::default();
+
+    if let Some(t) = o.non_null(
+        "engine_type",
+        o.choice("engine_type", &["vllm", "sglang", "trtllm"], true)?,
+    )? {
+        if t != "vllm" {
+            return Err(o.error(
+                "engine_type",
+                format!("= \"{t}\" is not supported by dynosim yet (only \"vllm\" is simulated)"),
+            ));
+        }
+    }
+
+    a.worker_type = parse_worker_type(&o)?;
+
+    if let Some(n) = o.int("num_gpu_blocks", 1, u64::MAX)?.value() {
+        a.num_gpu_blocks = n;
+    }
+    if let Some(bs) = o.non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)? {
+        a.block_size = if bs == 0 {
+            DEFAULT_VLLM_BLOCK_SIZE
+        } else {
+            bs as u32
+        };
+    }
+    a.max_model_len = o.int("max_model_len", 1, u64::MAX)?.value();
+    a.max_num_seqs = o
+        .int("max_num_seqs", 1, u64::MAX)?
+        .null_is_none(a.max_num_seqs);
+    a.max_num_batched_tokens = o
+        .int("max_num_batched_tokens", 1, u64::MAX)?
+        .null_is_none(a.max_num_batched_tokens);
+    if let Some(b) = o.non_null("enable_prefix_caching", o.bool("enable_prefix_caching")?)? {
+        a.enable_prefix_caching = b;
+    }
+    if let Some(b) = o.non_null("enable_chunked_prefill", o.bool("enable_chunked_prefill")?)? {
+        a.enable_chunked_prefill = b;
+    }
+    if let Some(x) = o.non_null(
+        "speedup_ratio",
+        o.float("speedup_ratio", 0.0, f64::INFINITY)?,
+    )? {
+        a.speedup_ratio = x;
+    }
+    if let Some(x) = o.non_null(
+        "decode_speedup_ratio",
+        o.float("decode_speedup_ratio", 0.0, f64::INFINITY)?,
+    )? {
+        a.decode_speedup_ratio = x;
+    }
+    if let Some(n) = o.non_null("dp_size", o.int("dp_size", 1, u32::MAX as u64)?)? {
+        a.dp_size = n as u32;
+    }
+    // Only used when a planner adds workers; dynosim has no planner.
+    o.float("startup_time", 0.0, f64::INFINITY)?;
+    if let Some(m) = o.non_null(
+        "preemption_mode",
+        o.choice("preemption_mode", &["lifo", "fifo"], true)?,
+    )? {
+        a.preemption_mode = match m {
+            "fifo" => PreemptionMode::Fifo,
+            _ => PreemptionMode::Lifo,
+        };
+    }
+    if o.string("planner_profile_data")?.is_set() {
+        return Err(o.unsupported(
+            "planner_profile_data",
+            "the interpolated (NPZ profile) timing model is not implemented",
+        ));
+    }
+    a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
+    a.kv_transfer_bandwidth = o
+        .float("kv_transfer_bandwidth", 0.0, f64::INFINITY)?
+        .value();
+    if let Some(m) = o.non_null(
+        "kv_transfer_timing_mode",
+        o.choice(
+            "kv_transfer_timing_mode",
+            &["full_prompt", "destination_missing"],
+            false,
+        )?,
+    )? {
+        a.kv_transfer_timing_mode = match m {
+            "destination_missing" => KvTransferTimingMode::DestinationMissing,
+            _ => KvTransferTimingMode::FullPrompt,
+        };
+    }
+    a.router_queue_policy = o
+        .choice("router_queue_policy", &["fcfs", "lcfs", "wspt"], false)?
+        .value()
+        .map(queue_policy);
+
+    if o.object("sglang")?.is_set() {
+        return Err(o.unsupported("sglang", "the SGLang engine is not simulated"));
+    }
+    if o.object("trtllm")?.is_set() {
+        return Err(o.unsupported("trtllm", "the TRT-LLM engine is not simulated"));
+    }
+    parse_offload_keys(&o)?;
+    parse_aic_keys(&o)?;
+    parse_ignored_keys(&o)?;
+    Ok(a)
+}
+
+/// `worker_type` is shorthand for `is_prefill`/`is_decode` and cannot be combined with them.
+fn parse_worker_type(o: &JsonObject) -> Result<WorkerType, InputError> {
+    let worker_type = o.choice("worker_type", &["aggregated", "prefill", "decode"], false)?;
+    if worker_type.is_set() && (o.contains("is_prefill") || o.contains("is_decode")) {
+        return Err(o.error(
+            "worker_type",
+            "cannot be combined with is_prefill or is_decode",
+        ));
+    }
+    let is_prefill = o.non_null("is_prefill", o.bool("is_prefill")?)?;
+    let is_decode = o.non_null("is_decode", o.bool("is_decode")?)?;
+    if let Some(t) = worker_type.value() {
+        return Ok(match t {
+            "prefill" => WorkerType::Prefill,
+            "decode" => WorkerType::Decode,
+            _ => WorkerType::Aggregated,
+        });
+    }
+    match (is_prefill == Some(true), is_decode == Some(true)) {
+        (true, true) => Err(InputError::new(format!(
+            "{}: is_prefill and is_decode cannot both be true",
+            o.origin()
+        ))),
+        (true, false) => Ok(WorkerType::Prefill),
+        (false, true) => Ok(WorkerType::Decode),
+        (false, false) => Ok(WorkerType::Aggregated),
+    }
+}
+
+fn parse_offload_keys(o: &JsonObject) -> Result<(), InputError> {
+    if let Some(b) = o.non_null(
+        "g1_backend",
+        o.choice("g1_backend", &["native", "kvbm"], false)?,
+    )? {
+        if b == "kvbm" {
+            return Err(o.unsupported("g1_backend", OFFLOAD_WHY));
+        }
+    }
+    for key in ["num_g2_blocks", "num_g3_blocks", "offload_batch_size"] {
+        if o.int(key, 0, u64::MAX)?.is_set() {
+            return Err(o.unsupported(key, OFFLOAD_WHY));
+        }
+    }
+    if o.non_null("enable_g4_storage", o.bool("enable_g4_storage")?)? == Some(true) {
+        return Err(o.unsupported("enable_g4_storage", OFFLOAD_WHY));
+    }
+    for &key in OFFLOAD_BANDWIDTH_KEYS {
+        if o.float(key, 0.0, f64::INFINITY)?.is_set() {
+            return Err(o.unsupported(key, OFFLOAD_WHY));
+        }
+    }
+    Ok(())
+}
+
+fn parse_aic_keys(o: &JsonObject) -> Result<(), InputError> {
+    for &key in AIC_STRING_KEYS {
+        if o.string(key)?.is_set() {
+            return Err(o.unsupported(key, AIC_WHY));
+        }
+    }
+    for &key in AIC_INT_KEYS {
+        if o.int(key, 0, u64::MAX)?.is_set() {
+            return Err(o.unsupported(key, AIC_WHY));
+        }
+    }
+    // Seeds AIC's MTP acceptance draws only; without AIC timing it has no effect.
+    o.non_null("aic_mtp_seed", o.int("aic_mtp_seed", 0, u64::MAX)?)?;
+    Ok(())
+}
+
+/// Keys with no effect on offline timing: type-checked like upstream does, then dropped.
+fn parse_ignored_keys(o: &JsonObject) -> Result<(), InputError> {
+    for key in [
+        "gpu_memory_utilization",
+        "mem_fraction_static",
+        "free_gpu_memory_fraction",
+    ] {
+        o.float(key, 0.0, 1.0)?;
+    }
+    o.object("reasoning")?;
+    o.string("response_replay_trace_path")?;
+    for key in ["bootstrap_port", "zmq_kv_events_port", "zmq_replay_port"] {
+        o.int(key, 0, u16::MAX as u64)?;
+    }
+    o.non_null(
+        "handoff_session_timeout_ms",
+        o.int("handoff_session_timeout_ms", 0, u64::MAX)?,
+    )?;
+    o.non_null("enable_local_indexer", o.bool("enable_local_indexer")?)?;
+    // `has_perf_model` is an internal flag upstream accepts with any value.
+    Ok(())
+}
+
+fn queue_policy(s: &str) -> QueuePolicy {
+    match s {
+        "lcfs" => QueuePolicy::Lcfs,
+        "wspt" => QueuePolicy::Wspt,
+        _ => QueuePolicy::Fcfs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const F: &str = "--extra-engine-args";
+
+    fn ok(v: Value) -> EngineArgs {
+        parse_engine_args(&v, F).unwrap_or_else(|e| panic!("{v} rejected: {e}"))
+    }
+
+    fn err(v: Value) -> String {
+        match parse_engine_args(&v, F) {
+            Ok(a) => panic!("{v} accepted: {a:?}"),
+            Err(e) => {
+                assert!(e.0.starts_with(F), "message does not name the flag: {e}");
+                e.0
+            }
+        }
+    }
+
+    #[test]
+    fn empty_object_gives_the_documented_defaults() {
+        let a = ok(json!({}));
+        assert_eq!(a, EngineArgs::default());
+        assert_eq!(a.num_gpu_blocks, 16384);
+        assert_eq!(a.block_size, 64);
+        assert_eq!(a.max_num_seqs, Some(256));
+        assert_eq!(a.max_num_batched_tokens, Some(8192));
+        assert_eq!(a.tp_size, 1);
+    }
+
+    #[test]
+    fn simulated_keys_are_copied() {
+        let a = ok(json!({
+            "engine_type": "VLLM",
+            "num_gpu_blocks": 1000,
+            "block_size": 16,
+            "max_model_len": 4096,
+            "max_num_seqs": 8,
+            "max_num_batched_tokens": 2048,
+            "enable_prefix_caching": false,
+            "enable_chunked_prefill": false,
+            "speedup_ratio": 2,
+            "decode_speedup_ratio": 1.5,
+            "dp_size": 4,
+            "preemption_mode": "FIFO",
+            "kv_bytes_per_token": 1000000,
+            "kv_transfer_bandwidth": 1.0,
+            "kv_transfer_timing_mode": "destination_missing",
+            "router_queue_policy": "wspt",
+        }));
+        assert_eq!(a.num_gpu_blocks, 1000);
+        assert_eq!(a.block_size, 16);
+        assert_eq!(a.max_model_len, Some(4096));
+        assert_eq!(a.max_num_seqs, Some(8));
+        assert_eq!(a.max_num_batched_tokens, Some(2048));
+        assert!(!a.enable_prefix_caching);
+        assert!(!a.enable_chunked_prefill);
+        assert_eq!(a.speedup_ratio, 2.0);
+        assert_eq!(a.decode_speedup_ratio, 1.5);
+        assert_eq!(a.dp_size, 4);
+        assert_eq!(a.gpus_per_worker(), 4);
+        assert_eq!(a.preemption_mode, PreemptionMode::Fifo);
+        assert_eq!(a.kv_bytes_per_token, Some(1_000_000));
+        assert_eq!(a.kv_transfer_bandwidth, Some(1.0));
+        assert_eq!(
+            a.kv_transfer_timing_mode,
+            KvTransferTimingMode::DestinationMissing
+        );
+        assert_eq!(a.router_queue_policy, Some(QueuePolicy::Wspt));
+    }
+
+    #[test]
+    fn null_semantics_follow_the_table() {
+        let a = ok(json!({
+            "num_gpu_blocks": null,
+            "max_num_seqs": null,
+            "max_num_batched_tokens": null,
+            "max_model_len": null,
+            "kv_transfer_bandwidth": null,
+            "router_queue_policy": null,
+            "worker_type": null,
+            "startup_time": null,
+            "sglang": null,
+            "planner_profile_data": null,
+            "aic_backend": null,
+            "num_g2_blocks": null,
+        }));
+        assert_eq!(a.num_gpu_blocks, 16384, "null keeps the default");
+        assert_eq!(a.max_num_seqs, None, "null means unlimited");
+        assert_eq!(a.max_num_batched_tokens, None, "null means unlimited");
+        assert_eq!(a.max_model_len, None);
+        assert_eq!(a.worker_type, WorkerType::Aggregated);
+        for key in [
+            "block_size",
+            "dp_size",
+            "speedup_ratio",
+            "enable_prefix_caching",
+            "engine_type",
+            "preemption_mode",
+            "is_prefill",
+            "kv_transfer_timing_mode",
+        ] {
+            let m = err(json!({ key: null }));
+            assert!(m.contains(key) && m.contains("must not be null"), "{m}");
+        }
+    }
+
+    #[test]
+    fn block_size_zero_means_64() {
+        assert_eq!(ok(json!({"block_size": 0})).block_size, 64);
+    }
+
+    #[test]
+    fn must_be_an_object() {
+        let m = err(json!([1, 2]));
+        assert!(
+            m.contains("must be a JSON object") && m.contains("array"),
+            "{m}"
+        );
+        let e = parse_engine_args_str("5", "--decode-engine-args").unwrap_err();
+        assert!(e
+            .0
+            .starts_with("--decode-engine-args: engine args must be a JSON object"));
+    }
+
+    #[test]
+    fn json_syntax_errors_name_flag_and_column() {
+        let e = parse_engine_args_str("{\"block_size\": 16,}", "--prefill-engine-args")
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("--prefill-engine-args: invalid JSON"), "{e}");
+        assert!(e.contains("column 19"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_suggests_the_closest_and_lists_valid_keys() {
+        let m = err(json!({"num_gpu_block": 5}));
+        assert!(m.contains("unknown key \"num_gpu_block\""), "{m}");
+        assert!(m.contains("did you mean \"num_gpu_blocks\""), "{m}");
+        assert!(m.contains("Valid keys: engine_type, num_gpu_blocks"), "{m}");
+        let m = err(json!({"qwertyuiopasdf": 5}));
+        assert!(!m.contains("did you mean"), "{m}");
+    }
+
+    #[test]
+    fn wrong_types_name_the_key_and_expected_type() {
+        let cases = [
+            (
+                json!({"num_gpu_blocks": "5"}),
+                "num_gpu_blocks",
+                "an integer >= 1",
+            ),
+            (
+                json!({"num_gpu_blocks": 5.0}),
+                "num_gpu_blocks",
+                "an integer >= 1",
+            ),
+            (json!({"block_size": true}), "block_size", "an integer"),
+            (
+                json!({"enable_prefix_caching": 1}),
+                "enable_prefix_caching",
+                "true or false",
+            ),
+            (
+                json!({"speedup_ratio": "fast"}),
+                "speedup_ratio",
+                "a finite number",
+            ),
+            (json!({"engine_type": 3}), "engine_type", "one of \"vllm\""),
+            (
+                json!({"preemption_mode": "random"}),
+                "preemption_mode",
+                "\"lifo\" or \"fifo\"",
+            ),
+            (
+                json!({"router_queue_policy": "WSPT"}),
+                "router_queue_policy",
+                "\"wspt\"",
+            ),
+            (
+                json!({"kv_transfer_timing_mode": "x"}),
+                "kv_transfer_timing_mode",
+                "full_prompt",
+            ),
+            (json!({"sglang": 5}), "sglang", "a JSON object"),
+            (
+                json!({"bootstrap_port": 70000}),
+                "bootstrap_port",
+                "[0, 65535]",
+            ),
+            (
+                json!({"gpu_memory_utilization": 1.5}),
+                "gpu_memory_utilization",
+                "[0, 1]",
+            ),
+            (json!({"aic_backend": 1}), "aic_backend", "a string"),
+        ];
+        for (v, key, expected) in cases {
+            let m = err(v);
+            assert!(m.contains(&format!("\"{key}\"")), "{m}");
+            assert!(m.contains(expected), "{m} lacks {expected}");
+        }
+    }
+
+    #[test]
+    fn ranges_are_enforced() {
+        for v in [
+            json!({"num_gpu_blocks": 0}),
+            json!({"block_size": -1}),
+            json!({"max_num_seqs": 0}),
+            json!({"max_num_batched_tokens": 0}),
+            json!({"max_model_len": 0}),
+            json!({"speedup_ratio": -0.5}),
+            json!({"decode_speedup_ratio": -1}),
+            json!({"dp_size": 0}),
+            json!({"kv_transfer_bandwidth": -1}),
+            json!({"startup_time": -3}),
+            json!({"block_size": 5_000_000_000u64}),
+        ] {
+            err(v);
+        }
+        assert_eq!(ok(json!({"speedup_ratio": 0})).speedup_ratio, 0.0);
+        assert_eq!(
+            ok(json!({"kv_transfer_bandwidth": 0})).kv_transfer_bandwidth,
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn worker_type_rules() {
+        assert_eq!(
+            ok(json!({"worker_type": "prefill"})).worker_type,
+            WorkerType::Prefill
+        );
+        assert_eq!(
+            ok(json!({"worker_type": "decode"})).worker_type,
+            WorkerType::Decode
+        );
+        assert_eq!(
+            ok(json!({"worker_type": "aggregated"})).worker_type,
+            WorkerType::Aggregated
+        );
+        assert_eq!(
+            ok(json!({"is_prefill": true})).worker_type,
+            WorkerType::Prefill
+        );
+        assert_eq!(
+            ok(json!({"is_decode": true})).worker_type,
+            WorkerType::Decode
+        );
+        assert_eq!(
+            ok(json!({"is_prefill": false, "is_decode": false})).worker_type,
+            WorkerType::Aggregated
+        );
+        let m = err(json!({"worker_type": "prefill", "is_prefill": false}));
+        assert!(
+            m.contains("cannot be combined with is_prefill or is_decode"),
+            "{m}"
+        );
+        let m = err(json!({"worker_type": "decode", "is_decode": true}));
+        assert!(m.contains("cannot be combined"), "{m}");
+        let m = err(json!({"is_prefill": true, "is_decode": true}));
+        assert!(m.contains("cannot both be true"), "{m}");
+        let m = err(json!({"worker_type": "encode"}));
+        assert!(
+            m.contains("\"aggregated\", \"prefill\" or \"decode\""),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn unmodelled_features_are_refused() {
+        let cases = [
+            json!({"engine_type": "sglang"}),
+            json!({"engine_type": "trtllm"}),
+            json!({"planner_profile_data": "/tmp/profile.npz"}),
+            json!({"sglang": {}}),
+            json!({"trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}}),
+            json!({"num_g2_blocks": 1000}),
+            json!({"num_g3_blocks": 0}),
+            json!({"enable_g4_storage": true}),
+            json!({"offload_batch_size": 8}),
+            json!({"bandwidth_g1_to_g2_gbps": 10}),
+            json!({"g1_backend": "kvbm"}),
+            json!({"aic_backend": "vllm"}),
+            json!({"aic_tp_size": 2}),
+            json!({"aic_nextn": 1}),
+            json!({"aic_nextn_accept_rates": "0.8"}),
+        ];
+        for v in cases {
+            let m = err(v);
+            assert!(m.contains("not supported by dynosim yet"), "{m}");
+        }
+    }
+
+    #[test]
+    fn harmless_keys_are_accepted_and_ignored() {
+        let a = ok(json!({
+            "startup_time": 12.5,
+            "g1_backend": "native",
+            "enable_g4_storage": false,
+            "aic_mtp_seed": 7,
+            "gpu_memory_utilization": 0.9,
+            "mem_fraction_static": 0.88,
+            "free_gpu_memory_fraction": null,
+            "reasoning": null,
+            "response_replay_trace_path": "/tmp/x.jsonl",
+            "bootstrap_port": 8000,
+            "handoff_session_timeout_ms": 300000,
+            "zmq_kv_events_port": 5557,
+            "zmq_replay_port": null,
+            "enable_local_indexer": true,
+            "has_perf_model": false,
+        }));
+        assert_eq!(a, EngineArgs::default());
+    }
+}

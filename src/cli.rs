@@ -1,0 +1,562 @@
+//! The command line of dynosim as clap definitions: `run` (DynoSim's `python -m dynamo.replay`
+//! flags, same names and defaults, spec §1.1), `sweep` and `merge`. Only syntax lives here;
+//! `run::plan` turns `RunArgs` into a validated plan, the sweep module handles the other two.
+//!
+//! Flags dynosim does not support (planner, AIC, policy YAML, online mode...) are still parsed so
+//! that validation can refuse them with a clear message instead of "unexpected argument".
+//! Integer flags are parsed as signed numbers, like argparse does, so that `--num-workers -1` gets
+//! the same "must be >= 1" message as `--num-workers 0`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Top-level parser.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dynosim",
+    version,
+    about = "Fast, deterministic re-implementation of NVIDIA Dynamo's DynoSim offline replay, \
+             with parallel configuration sweeps"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Simulate one deployment on a trace or a synthetic workload (DynoSim replay flags).
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Run(Box<RunArgs>),
+    /// Simulate every point of a configuration grid described by a YAML spec, in parallel.
+    Sweep(SweepArgs),
+    /// Merge the output directories of sharded sweeps into one.
+    Merge(MergeArgs),
+}
+
+/// `--replay-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayMode {
+    #[value(name = "offline")]
+    Offline,
+    #[value(name = "online")]
+    Online,
+}
+
+/// `--router-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RouterModeArg {
+    #[value(name = "round_robin")]
+    RoundRobin,
+    #[value(name = "kv_router")]
+    KvRouter,
+}
+
+/// `--trace-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    #[value(name = "mooncake")]
+    Mooncake,
+    #[value(name = "mooncake-delta", alias = "mooncake_delta")]
+    MooncakeDelta,
+    #[value(name = "agentic_mooncake", alias = "agentic-mooncake")]
+    AgenticMooncake,
+    #[value(name = "applied_compute_agentic")]
+    AppliedComputeAgentic,
+    #[value(name = "dynamo")]
+    Dynamo,
+}
+
+impl TraceFormat {
+    /// The spelling used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Mooncake => "mooncake",
+            TraceFormat::MooncakeDelta => "mooncake-delta",
+            TraceFormat::AgenticMooncake => "agentic_mooncake",
+            TraceFormat::AppliedComputeAgentic => "applied_compute_agentic",
+            TraceFormat::Dynamo => "dynamo",
+        }
+    }
+}
+
+/// Flags of `dynosim run`, mirroring `python -m dynamo.replay` 1.4.2.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Trace file (Mooncake JSONL, plain or .gz). Omit for a synthetic workload.
+    #[arg(value_name = "TRACE_FILES")]
+    pub trace_files: Vec<PathBuf>,
+
+    // ---- Engines and router ----
+    /// Aggregated engine config (MockEngineArgs JSON object).
+    #[arg(long, value_name = "JSON", help_heading = "Engines and router")]
+    pub extra_engine_args: Option<String>,
+    /// Disaggregated prefill-pool engine config; must set worker_type=prefill.
+    #[arg(long, value_name = "JSON", help_heading = "Engines and router")]
+    pub prefill_engine_args: Option<String>,
+    /// Disaggregated decode-pool engine config; must set worker_type=decode.
+    #[arg(long, value_name = "JSON", help_heading = "Engines and router")]
+    pub decode_engine_args: Option<String>,
+    /// Partial KvRouterConfig JSON object (unknown keys rejected).
+    #[arg(long, value_name = "JSON", help_heading = "Engines and router")]
+    pub router_config: Option<String>,
+    /// Router policy-class YAML (not supported by dynosim; DYN_ROUTER_POLICY_CONFIG is read too).
+    #[arg(long, value_name = "PATH", help_heading = "Engines and router")]
+    pub router_policy_config: Option<String>,
+    /// Model profile inside the policy YAML (not supported by dynosim).
+    #[arg(long, value_name = "NAME", help_heading = "Engines and router")]
+    pub model_name: Option<String>,
+    /// Aggregated worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Engines and router"
+    )]
+    pub num_workers: i64,
+    /// Disaggregated prefill worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Engines and router"
+    )]
+    pub num_prefill_workers: i64,
+    /// Disaggregated decode worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Engines and router"
+    )]
+    pub num_decode_workers: i64,
+    /// Request routing across workers.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "round_robin",
+        help_heading = "Engines and router"
+    )]
+    pub router_mode: RouterModeArg,
+
+    // ---- AIConfigurator (accepted, refused by validation) ----
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_backend: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_system: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_backend_version: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_tp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_model_path: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_moe_tp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_moe_ep_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_attention_dp_size: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_gemm_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_moe_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_fmha_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_kv_cache_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_comm_dtype: Option<String>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_nextn: Option<i64>,
+    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    #[arg(
+        long,
+        value_name = "S",
+        help_heading = "AIConfigurator (not supported)"
+    )]
+    pub aic_nextn_accept_rates: Option<String>,
+
+    // ---- Synthetic workload ----
+    /// Synthetic prompt length in tokens (exact).
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub input_tokens: Option<i64>,
+    /// Synthetic output length in tokens (exact).
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub output_tokens: Option<i64>,
+    /// Number of synthetic requests; the number of sessions when --turns-per-session > 1.
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub request_count: Option<i64>,
+    /// Poisson open-loop request rate in requests per second.
+    #[arg(long, value_name = "R", help_heading = "Synthetic workload")]
+    pub request_rate: Option<f64>,
+    /// Fixed open-loop interval between synthetic requests in ms (0 = all at once).
+    #[arg(long, value_name = "MS", help_heading = "Synthetic workload")]
+    pub arrival_interval_ms: Option<f64>,
+    /// Seed for synthetic open-loop arrival timestamps.
+    #[arg(
+        long,
+        default_value_t = 42,
+        value_name = "N",
+        help_heading = "Synthetic workload"
+    )]
+    pub arrival_seed: u64,
+    /// Turns per synthetic session.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Synthetic workload"
+    )]
+    pub turns_per_session: i64,
+    /// Fraction of prompt blocks shared within a prefix group, in [0, 1].
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "F",
+        help_heading = "Synthetic workload"
+    )]
+    pub shared_prefix_ratio: f64,
+    /// Number of shared-prefix groups (0 disables sharing).
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        help_heading = "Synthetic workload"
+    )]
+    pub num_prefix_groups: i64,
+    /// Think time after a turn completes before the next turn of the session, in ms.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "MS",
+        help_heading = "Synthetic workload"
+    )]
+    pub inter_turn_delay_ms: f64,
+
+    // ---- Load ----
+    /// Closed-loop cap on in-flight requests (or active sessions); ignores trace timestamps.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub replay_concurrency: Option<i64>,
+    /// Divides trace timestamps and inter-turn delays (2 = arrivals twice as dense).
+    #[arg(long, default_value_t = 1.0, value_name = "F", help_heading = "Load")]
+    pub arrival_speedup_ratio: f64,
+    /// offline = virtual clock (the only mode dynosim simulates).
+    #[arg(long, value_enum, default_value = "offline", help_heading = "Load")]
+    pub replay_mode: ReplayMode,
+
+    // ---- Trace ----
+    /// Trace file format (dynosim reads mooncake).
+    #[arg(long, value_enum, default_value = "mooncake", help_heading = "Trace")]
+    pub trace_format: TraceFormat,
+    /// Tokens represented by each hash_id [default: 512].
+    #[arg(long, value_name = "N", help_heading = "Trace")]
+    pub trace_block_size: Option<i64>,
+    /// applied_compute_agentic only (not supported by dynosim).
+    #[arg(long, default_value_t = 0.0, value_name = "F", help_heading = "Trace")]
+    pub trace_shared_prefix_ratio: f64,
+    /// applied_compute_agentic only (not supported by dynosim).
+    #[arg(long, default_value_t = 0, value_name = "N", help_heading = "Trace")]
+    pub trace_num_prefix_groups: i64,
+    /// Soft cap on simulated time in seconds (trace-file runs only).
+    #[arg(long, value_name = "S", help_heading = "Trace")]
+    pub max_sim_time_seconds: Option<f64>,
+
+    // ---- Output ----
+    /// Report path; an existing directory gets a timestamped file inside it
+    /// [default: ./dynamo_replay_report_YYYYMMDD_HHMMSS.json, UTC].
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub report_json: Option<PathBuf>,
+    /// Write one JSON object per request here (trace-file runs only).
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub report_jsonl: Option<PathBuf>,
+    /// Goodput SLA: max time to first token (ms).
+    #[arg(long, value_name = "MS", help_heading = "Output")]
+    pub sla_ttft_ms: Option<f64>,
+    /// Goodput SLA: max average inter-token latency (ms).
+    #[arg(long, value_name = "MS", help_heading = "Output")]
+    pub sla_itl_ms: Option<f64>,
+    /// Goodput SLA: max end-to-end latency (ms).
+    #[arg(long, value_name = "MS", help_heading = "Output")]
+    pub sla_e2e_ms: Option<f64>,
+
+    // ---- Planner (accepted, refused by validation) ----
+    /// Planner-in-the-loop config (not supported by dynosim).
+    #[arg(
+        long,
+        value_name = "PATH|JSON",
+        help_heading = "Planner (not supported)"
+    )]
+    pub planner_config: Option<String>,
+    /// Planner bootstrap granularity (not supported by dynosim) [upstream default: 8].
+    #[arg(long, value_name = "N", help_heading = "Planner (not supported)")]
+    pub benchmark_granularity: Option<i64>,
+
+    // ---- dynosim ----
+    /// Seed for router tie-breaking and other choices not seeded by a DynoSim flag.
+    #[arg(long, default_value_t = 42, value_name = "N", help_heading = "dynosim")]
+    pub seed: u64,
+}
+
+impl RunArgs {
+    /// Applies the environment fallback upstream uses for `--router-policy-config`.
+    pub fn with_env_defaults(mut self) -> Self {
+        if self.router_policy_config.is_none() {
+            if let Ok(v) = std::env::var("DYN_ROUTER_POLICY_CONFIG") {
+                if !v.is_empty() {
+                    self.router_policy_config = Some(v);
+                }
+            }
+        }
+        self
+    }
+}
+
+/// `--shard K/N`: run the K-th of N disjoint slices of the grid (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 1..=count.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/8), got \"{s}\"");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u32 = k.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Flags of `dynosim sweep` (implemented in the sweep module).
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Sweep spec (YAML).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Output directory.
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Parallel simulations [default: number of CPUs].
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Skip points already present in the output directory.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only the K-th of N slices of the grid (1-based), e.g. 2/8.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Validate the spec and print the grid size without simulating.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Refuse grids with more points than this.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub max_points: u64,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Flags of `dynosim merge` (implemented in the sweep module).
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Sweep output directories (e.g. one per shard).
+    #[arg(value_name = "DIR", required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Merged output directory.
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR", required = true)]
+    pub output_dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        let mut argv = vec!["dynosim", "run"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Run(a) => *a,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_defaults_match_upstream() {
+        let a = run_args(&[]);
+        assert!(a.trace_files.is_empty());
+        assert_eq!(a.arrival_seed, 42);
+        assert_eq!(a.turns_per_session, 1);
+        assert_eq!(a.shared_prefix_ratio, 0.0);
+        assert_eq!(a.num_prefix_groups, 0);
+        assert_eq!(a.inter_turn_delay_ms, 0.0);
+        assert_eq!(
+            (a.num_workers, a.num_prefill_workers, a.num_decode_workers),
+            (1, 1, 1)
+        );
+        assert_eq!(a.replay_mode, ReplayMode::Offline);
+        assert_eq!(a.router_mode, RouterModeArg::RoundRobin);
+        assert_eq!(a.arrival_speedup_ratio, 1.0);
+        assert_eq!(a.trace_format, TraceFormat::Mooncake);
+        assert_eq!(a.trace_block_size, None);
+        assert_eq!(a.benchmark_granularity, None);
+        assert_eq!(a.seed, 42);
+    }
+
+    #[test]
+    fn negative_numbers_reach_validation_and_last_flag_wins() {
+        let a = run_args(&[
+            "--num-workers",
+            "-1",
+            "--replay-concurrency",
+            "4",
+            "--replay-concurrency",
+            "8",
+        ]);
+        assert_eq!(a.num_workers, -1);
+        assert_eq!(a.replay_concurrency, Some(8));
+    }
+
+    #[test]
+    fn value_names_follow_upstream_spelling() {
+        let a = run_args(&[
+            "--router-mode",
+            "kv_router",
+            "--trace-format",
+            "mooncake_delta",
+        ]);
+        assert_eq!(a.router_mode, RouterModeArg::KvRouter);
+        assert_eq!(a.trace_format, TraceFormat::MooncakeDelta);
+        assert!(Cli::try_parse_from(["dynosim", "run", "--router-mode", "random"]).is_err());
+    }
+
+    #[test]
+    fn shard_parsing() {
+        assert_eq!("2/8".parse::<Shard>(), Ok(Shard { index: 2, count: 8 }));
+        for bad in ["0/8", "9/8", "8", "a/b", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sweep_and_merge_flags() {
+        let cli = Cli::try_parse_from([
+            "dynosim",
+            "sweep",
+            "s.yaml",
+            "-o",
+            "out",
+            "-j",
+            "3",
+            "--resume",
+            "--shard",
+            "1/2",
+            "--dry-run",
+            "--quiet",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Sweep(s) => {
+                assert_eq!(s.spec, PathBuf::from("s.yaml"));
+                assert_eq!(s.output_dir, Some(PathBuf::from("out")));
+                assert_eq!(s.jobs, Some(3));
+                assert!(s.resume && s.dry_run && s.quiet);
+                assert_eq!(s.shard, Some(Shard { index: 1, count: 2 }));
+                assert_eq!(s.max_points, 1_000_000);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["dynosim", "merge", "a", "b", "-o", "m"]).unwrap();
+        match cli.command {
+            Command::Merge(m) => {
+                assert_eq!(m.dirs.len(), 2);
+                assert_eq!(m.output_dir, PathBuf::from("m"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["dynosim", "merge", "a"]).is_err());
+    }
+}

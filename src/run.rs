@@ -1,0 +1,891 @@
+//! `dynosim run`: turns the parsed flags into a validated [`RunPlan`] (spec §1.2, applied in
+//! upstream's order, plus refusals of what dynosim does not simulate), then executes it: load the
+//! workload, simulate, write the JSON/JSONL reports, print the table.
+//!
+//! Validation is complete before anything is read or written, so a bad flag never leaves a report
+//! file behind. Every message names the flag(s) involved.
+
+use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
+use crate::config::engine_args::parse_engine_args_str;
+use crate::config::router_config::parse_router_config_str;
+use crate::config::{
+    EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Sla, Topology, WorkerType,
+};
+use crate::error::InputError;
+use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
+use crate::workload::Workload;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Tokens per trace `hash_id` when `--trace-block-size` is not given.
+pub const DEFAULT_TRACE_BLOCK_SIZE: u32 = 512;
+
+/// Where the requests come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadSource {
+    Trace {
+        path: PathBuf,
+        trace_block_size: u32,
+    },
+    Synthetic(SyntheticSpec),
+}
+
+impl WorkloadSource {
+    /// Reads or generates the workload. `engine_block_size` is the hash-id block size of the
+    /// synthetic workload path (spec §3.2); traces carry their own block size.
+    pub fn load(&self, engine_block_size: u32) -> Result<Workload, InputError> {
+        match self {
+            WorkloadSource::Trace {
+                path,
+                trace_block_size,
+            } => crate::workload::trace::load_trace(path, *trace_block_size),
+            WorkloadSource::Synthetic(spec) => {
+                crate::workload::synthetic::generate(spec, engine_block_size)
+            }
+        }
+    }
+}
+
+/// A validated `dynosim run` invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    pub workload: WorkloadSource,
+    pub sim: SimConfig,
+    /// Resolved report path (a directory argument already has the timestamped name appended).
+    pub report_json: PathBuf,
+    pub report_jsonl: Option<PathBuf>,
+}
+
+fn err(msg: impl Into<String>) -> InputError {
+    InputError::new(msg)
+}
+
+/// Validates the flags and builds the plan (no file is read or written).
+pub fn plan(args: &RunArgs) -> Result<RunPlan, InputError> {
+    plan_at(args, SystemTime::now())
+}
+
+/// [`plan`] with the clock used for the default report name made explicit.
+pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
+    let using_trace = !args.trace_files.is_empty();
+
+    // Rule 1: trace-file count per format.
+    if args.trace_format == TraceFormat::Dynamo && !using_trace {
+        return Err(err(
+            "--trace-format dynamo requires at least one trace file",
+        ));
+    }
+    if args.trace_format != TraceFormat::Dynamo && args.trace_files.len() > 1 {
+        return Err(err(format!(
+            "--trace-format {} requires exactly one trace file (got {})",
+            args.trace_format.name(),
+            args.trace_files.len()
+        )));
+    }
+    refuse_unsupported_flags(args, using_trace)?;
+
+    // Rules 2-5: trace or synthetic workload, and its load controller.
+    let synthetic_flags = synthetic_flags_set(args);
+    let using_synthetic = !synthetic_flags.is_empty();
+    if using_trace && using_synthetic {
+        return Err(err(format!(
+            "a trace file cannot be combined with synthetic-workload flags ({}); \
+             use either a trace file or --input-tokens/--output-tokens/--request-count",
+            synthetic_flags.join(", ")
+        )));
+    }
+    if !using_trace && !using_synthetic {
+        return Err(err("no workload given: provide a trace file or all of \
+             --input-tokens, --output-tokens and --request-count"));
+    }
+    if using_synthetic {
+        let missing: Vec<&str> = [
+            ("--input-tokens", args.input_tokens),
+            ("--output-tokens", args.output_tokens),
+            ("--request-count", args.request_count),
+        ]
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(f, _)| *f)
+        .collect();
+        if !missing.is_empty() {
+            return Err(err(format!(
+                "synthetic replay requires --input-tokens, --output-tokens and --request-count \
+                 (missing {})",
+                missing.join(", ")
+            )));
+        }
+        let controllers: Vec<&str> = [
+            ("--replay-concurrency", args.replay_concurrency.is_some()),
+            ("--request-rate", args.request_rate.is_some()),
+            ("--arrival-interval-ms", args.arrival_interval_ms.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(f, _)| *f)
+        .collect();
+        if controllers.len() != 1 {
+            let given = if controllers.is_empty() {
+                "none given".to_string()
+            } else {
+                format!("got {}", controllers.join(" and "))
+            };
+            return Err(err(format!(
+                "synthetic replay requires exactly one of --replay-concurrency, --request-rate \
+                 or --arrival-interval-ms ({given})"
+            )));
+        }
+    } else {
+        for (flag, set) in [
+            ("--request-rate", args.request_rate.is_some()),
+            ("--arrival-interval-ms", args.arrival_interval_ms.is_some()),
+        ] {
+            if set {
+                return Err(err(format!(
+                    "{flag} only applies to synthetic replay; with a trace file, arrivals come \
+                     from its timestamps (use --arrival-speedup-ratio or --replay-concurrency)"
+                )));
+            }
+        }
+    }
+
+    // Rule 6: trace-file-only outputs.
+    if args.report_jsonl.is_some() && !using_trace {
+        return Err(err(
+            "--report-jsonl currently only supports trace-file replay",
+        ));
+    }
+    if args.max_sim_time_seconds.is_some() && !using_trace {
+        return Err(err(
+            "--max-sim-time-seconds currently only supports trace-file replay",
+        ));
+    }
+
+    // Rule 7: engine args and router config JSON.
+    let extra = parse_opt_engine_args(&args.extra_engine_args, "--extra-engine-args")?;
+    let prefill = parse_opt_engine_args(&args.prefill_engine_args, "--prefill-engine-args")?;
+    let decode = parse_opt_engine_args(&args.decode_engine_args, "--decode-engine-args")?;
+    let router = match &args.router_config {
+        Some(json) => parse_router_config_str(json, "--router-config")?,
+        None => RouterConfig::default(),
+    };
+    let router_mode = match args.router_mode {
+        RouterModeArg::RoundRobin => RouterMode::RoundRobin,
+        RouterModeArg::KvRouter => RouterMode::KvRouter,
+    };
+
+    // Rules 9, 10, 12: aggregated or disaggregated topology.
+    let topology = build_topology(args, extra, prefill, decode, router_mode)?;
+
+    // Rule 13.
+    let replay_concurrency = match args.replay_concurrency {
+        None => None,
+        Some(n) => Some(int_in_range("--replay-concurrency", n, 1)?),
+    };
+    if !(args.arrival_speedup_ratio.is_finite() && args.arrival_speedup_ratio > 0.0) {
+        return Err(err(format!(
+            "--arrival-speedup-ratio must be a finite number > 0, got {}",
+            args.arrival_speedup_ratio
+        )));
+    }
+    // Rule 14.
+    let max_sim_time_ms = match args.max_sim_time_seconds {
+        None => None,
+        Some(s) => Some(finite_non_negative("--max-sim-time-seconds", s)? * 1000.0),
+    };
+    let sla = Sla {
+        ttft_ms: opt_finite_non_negative("--sla-ttft-ms", args.sla_ttft_ms)?,
+        itl_ms: opt_finite_non_negative("--sla-itl-ms", args.sla_itl_ms)?,
+        e2e_ms: opt_finite_non_negative("--sla-e2e-ms", args.sla_e2e_ms)?,
+    };
+
+    let workload = if using_trace {
+        let trace_block_size = match args.trace_block_size {
+            None => DEFAULT_TRACE_BLOCK_SIZE,
+            Some(n) => int_in_range("--trace-block-size", n, 1)?,
+        };
+        WorkloadSource::Trace {
+            path: args.trace_files[0].clone(),
+            trace_block_size,
+        }
+    } else {
+        // Like upstream, --trace-block-size is ignored by synthetic workloads.
+        WorkloadSource::Synthetic(synthetic_spec(args, replay_concurrency.is_some())?)
+    };
+
+    let report_json = resolve_report_path(args.report_json.as_deref(), now);
+    Ok(RunPlan {
+        workload,
+        sim: SimConfig {
+            topology,
+            router_mode,
+            router,
+            load: LoadSpec {
+                arrival_speedup_ratio: args.arrival_speedup_ratio,
+                replay_concurrency,
+            },
+            max_sim_time_ms,
+            sla,
+            seed: args.seed,
+            record_requests: args.report_jsonl.is_some(),
+        },
+        report_json,
+        report_jsonl: args.report_jsonl.clone(),
+    })
+}
+
+/// Flags upstream accepts but dynosim cannot simulate: refused before any other rule so the user
+/// learns first that the feature is missing.
+fn refuse_unsupported_flags(args: &RunArgs, using_trace: bool) -> Result<(), InputError> {
+    if args.planner_config.is_some() {
+        return Err(err(
+            "--planner-config is not supported by dynosim (no planner-in-the-loop simulation)",
+        ));
+    }
+    if args.benchmark_granularity.is_some() {
+        return Err(err(
+            "--benchmark-granularity is not supported by dynosim (it only configures the planner)",
+        ));
+    }
+    let aic_flags = [
+        ("--aic-backend", args.aic_backend.is_some()),
+        ("--aic-system", args.aic_system.is_some()),
+        ("--aic-backend-version", args.aic_backend_version.is_some()),
+        ("--aic-tp-size", args.aic_tp_size.is_some()),
+        ("--aic-model-path", args.aic_model_path.is_some()),
+        ("--aic-moe-tp-size", args.aic_moe_tp_size.is_some()),
+        ("--aic-moe-ep-size", args.aic_moe_ep_size.is_some()),
+        (
+            "--aic-attention-dp-size",
+            args.aic_attention_dp_size.is_some(),
+        ),
+        ("--aic-gemm-dtype", args.aic_gemm_dtype.is_some()),
+        ("--aic-moe-dtype", args.aic_moe_dtype.is_some()),
+        ("--aic-fmha-dtype", args.aic_fmha_dtype.is_some()),
+        ("--aic-kv-cache-dtype", args.aic_kv_cache_dtype.is_some()),
+        ("--aic-comm-dtype", args.aic_comm_dtype.is_some()),
+        ("--aic-nextn", args.aic_nextn.is_some()),
+        (
+            "--aic-nextn-accept-rates",
+            args.aic_nextn_accept_rates.is_some(),
+        ),
+    ];
+    if let Some((flag, _)) = aic_flags.iter().find(|(_, set)| *set) {
+        return Err(err(format!(
+            "{flag} is not supported by dynosim (the AIConfigurator prefill-load estimator is \
+             not implemented)"
+        )));
+    }
+    if args.router_policy_config.is_some() {
+        return Err(err(
+            "--router-policy-config (or DYN_ROUTER_POLICY_CONFIG) is not supported by dynosim \
+             (policy-class router queues are not simulated)",
+        ));
+    }
+    if args.model_name.is_some() {
+        return Err(err(
+            "--model-name is not supported by dynosim (it selects a profile of the router policy \
+             config)",
+        ));
+    }
+    if args.replay_mode == ReplayMode::Online {
+        return Err(err(
+            "--replay-mode online is not supported: dynosim simulates offline only",
+        ));
+    }
+    if using_trace && args.trace_format != TraceFormat::Mooncake {
+        return Err(err(format!(
+            "--trace-format {} is not supported yet by dynosim (only mooncake)",
+            args.trace_format.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The synthetic-mode triggers of rule 2 that are set, by flag name.
+fn synthetic_flags_set(args: &RunArgs) -> Vec<&'static str> {
+    [
+        ("--input-tokens", args.input_tokens.is_some()),
+        ("--output-tokens", args.output_tokens.is_some()),
+        ("--request-count", args.request_count.is_some()),
+        ("--turns-per-session", args.turns_per_session != 1),
+        ("--shared-prefix-ratio", args.shared_prefix_ratio != 0.0),
+        ("--num-prefix-groups", args.num_prefix_groups != 0),
+        ("--inter-turn-delay-ms", args.inter_turn_delay_ms != 0.0),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(f, _)| *f)
+    .collect()
+}
+
+fn parse_opt_engine_args(
+    json: &Option<String>,
+    flag: &str,
+) -> Result<Option<EngineArgs>, InputError> {
+    json.as_deref()
+        .map(|j| parse_engine_args_str(j, flag))
+        .transpose()
+}
+
+fn build_topology(
+    args: &RunArgs,
+    extra: Option<EngineArgs>,
+    prefill: Option<EngineArgs>,
+    decode: Option<EngineArgs>,
+    router_mode: RouterMode,
+) -> Result<Topology, InputError> {
+    // Rule 9: which argument set selects the mode.
+    if extra.is_some() && (prefill.is_some() || decode.is_some()) {
+        return Err(err(
+            "--extra-engine-args cannot be combined with --prefill-engine-args/\
+             --decode-engine-args (aggregated or disaggregated: choose one)",
+        ));
+    }
+    match (prefill, decode) {
+        (Some(prefill), Some(decode)) => {
+            if args.num_workers != 1 {
+                return Err(err(format!(
+                    "--num-workers is only used for aggregated replay (got {}); use \
+                     --num-prefill-workers and --num-decode-workers with disaggregated engine args",
+                    args.num_workers
+                )));
+            }
+            // Rule 12.
+            let num_prefill_workers =
+                int_in_range("--num-prefill-workers", args.num_prefill_workers, 1)?;
+            let num_decode_workers =
+                int_in_range("--num-decode-workers", args.num_decode_workers, 1)?;
+            if prefill.worker_type != WorkerType::Prefill {
+                return Err(err(format!(
+                    "--prefill-engine-args must set worker_type \"prefill\" (or is_prefill: true), \
+                     got {}",
+                    worker_type_name(prefill.worker_type)
+                )));
+            }
+            if decode.worker_type != WorkerType::Decode {
+                return Err(err(format!(
+                    "--decode-engine-args must set worker_type \"decode\" (or is_decode: true), \
+                     got {}",
+                    worker_type_name(decode.worker_type)
+                )));
+            }
+            if prefill.dp_size != 1 || decode.dp_size != 1 {
+                return Err(err(format!(
+                    "disaggregated replay does not support attention DP: dp_size must be 1 in \
+                     --prefill-engine-args and --decode-engine-args (got {} and {})",
+                    prefill.dp_size, decode.dp_size
+                )));
+            }
+            if prefill.block_size != decode.block_size {
+                return Err(err(format!(
+                    "disaggregated replay requires the same block_size in \
+                     --prefill-engine-args and --decode-engine-args (got {} and {})",
+                    prefill.block_size, decode.block_size
+                )));
+            }
+            Ok(Topology::Disaggregated {
+                num_prefill_workers,
+                prefill,
+                num_decode_workers,
+                decode,
+            })
+        }
+        (Some(_), None) | (None, Some(_)) => Err(err(
+            "--prefill-engine-args and --decode-engine-args must be provided together",
+        )),
+        (None, None) => {
+            if args.num_prefill_workers != 1 || args.num_decode_workers != 1 {
+                return Err(err(format!(
+                    "--num-prefill-workers/--num-decode-workers are only used for disaggregated \
+                     replay (got {}/{}); use --num-workers, or give --prefill-engine-args and \
+                     --decode-engine-args",
+                    args.num_prefill_workers, args.num_decode_workers
+                )));
+            }
+            // Rule 10.
+            let engine = extra.unwrap_or_default();
+            let num_workers: u32 = int_in_range("--num-workers", args.num_workers, 1)?;
+            if engine.worker_type != WorkerType::Aggregated {
+                return Err(err(format!(
+                    "--extra-engine-args: aggregated replay needs worker_type \"aggregated\", got \
+                     {}; use --prefill-engine-args/--decode-engine-args for disaggregated replay",
+                    worker_type_name(engine.worker_type)
+                )));
+            }
+            let targets = num_workers as u64 * engine.dp_size as u64;
+            if router_mode == RouterMode::KvRouter && targets <= 1 {
+                return Err(err(
+                    "--router-mode kv_router needs more than one worker/DP-rank target \
+                     (--num-workers × dp_size = 1); add workers or use round_robin",
+                ));
+            }
+            Ok(Topology::Aggregated {
+                num_workers,
+                engine,
+            })
+        }
+    }
+}
+
+fn worker_type_name(t: WorkerType) -> &'static str {
+    match t {
+        WorkerType::Aggregated => "\"aggregated\"",
+        WorkerType::Prefill => "\"prefill\"",
+        WorkerType::Decode => "\"decode\"",
+    }
+}
+
+fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, InputError> {
+    // Presence was checked by rule 3.
+    let (Some(isl), Some(osl), Some(count)) =
+        (args.input_tokens, args.output_tokens, args.request_count)
+    else {
+        return Err(err(
+            "synthetic replay requires --input-tokens, --output-tokens and --request-count",
+        ));
+    };
+    let arrival = if closed_loop {
+        SyntheticArrival::ClosedLoop
+    } else if let Some(rate) = args.request_rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(err(format!(
+                "--request-rate must be a finite number > 0, got {rate}"
+            )));
+        }
+        SyntheticArrival::PoissonRate(rate)
+    } else if let Some(ms) = args.arrival_interval_ms {
+        SyntheticArrival::IntervalMs(finite_non_negative("--arrival-interval-ms", ms)?)
+    } else {
+        return Err(err(
+            "synthetic replay requires exactly one of --replay-concurrency, --request-rate or \
+             --arrival-interval-ms",
+        ));
+    };
+    let ratio = args.shared_prefix_ratio;
+    if !(ratio.is_finite() && (0.0..=1.0).contains(&ratio)) {
+        return Err(err(format!(
+            "--shared-prefix-ratio must be in [0, 1], got {ratio}"
+        )));
+    }
+    Ok(SyntheticSpec {
+        input_tokens: int_in_range("--input-tokens", isl, 1)?,
+        output_tokens: int_in_range("--output-tokens", osl, 1)?,
+        request_count: int_in_range("--request-count", count, 1)?,
+        arrival,
+        arrival_seed: args.arrival_seed,
+        turns_per_session: int_in_range("--turns-per-session", args.turns_per_session, 1)?,
+        shared_prefix_ratio: ratio,
+        num_prefix_groups: int_in_range("--num-prefix-groups", args.num_prefix_groups, 0)?,
+        inter_turn_delay_ms: finite_non_negative(
+            "--inter-turn-delay-ms",
+            args.inter_turn_delay_ms,
+        )?,
+    })
+}
+
+/// An integer flag that must be `>= min` and fit the target type.
+fn int_in_range<T: TryFrom<i64>>(flag: &str, v: i64, min: i64) -> Result<T, InputError> {
+    if v < min {
+        return Err(err(format!("{flag} must be >= {min}, got {v}")));
+    }
+    T::try_from(v).map_err(|_| err(format!("{flag} is too large: {v}")))
+}
+
+fn finite_non_negative(flag: &str, v: f64) -> Result<f64, InputError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(err(format!("{flag} must be a finite number >= 0, got {v}")))
+    }
+}
+
+fn opt_finite_non_negative(flag: &str, v: Option<f64>) -> Result<Option<f64>, InputError> {
+    v.map(|x| finite_non_negative(flag, x)).transpose()
+}
+
+/// `dynamo_replay_report_YYYYMMDD_HHMMSS.json` with the time in UTC.
+pub fn default_report_file_name(now: SystemTime) -> String {
+    let secs = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "dynamo_replay_report_{y:04}{m:02}{d:02}_{:02}{:02}{:02}.json",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `--report-json`: absent → timestamped file in the current directory; an existing directory →
+/// timestamped file inside it; anything else is the file path itself.
+fn resolve_report_path(arg: Option<&Path>, now: SystemTime) -> PathBuf {
+    let name = default_report_file_name(now);
+    match arg {
+        None => std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("."))
+            .join(name),
+        Some(p) if p.is_dir() => p.join(name),
+        Some(p) => p.to_path_buf(),
+    }
+}
+
+/// Runs a validated plan: workload, simulation, reports, console output.
+pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
+    let workload = plan.workload.load(plan.sim.topology.block_size())?;
+    for w in &workload.warnings {
+        eprintln!("warning: {w}");
+    }
+    let out = crate::sim::simulate(&workload, &plan.sim)?;
+
+    create_parent_dir(&plan.report_json)?;
+    crate::report::write_json(&out.report, &plan.report_json)
+        .with_context(|| format!("writing {}", plan.report_json.display()))?;
+    if let Some(path) = &plan.report_jsonl {
+        create_parent_dir(path)?;
+        crate::report::write_jsonl(&out.records, path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{}", crate::report::table::render(&out.report));
+    println!("Saved full report to: {}", plan.report_json.display());
+    Ok(())
+}
+
+fn create_parent_dir(path: &Path) -> anyhow::Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating directory {}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::config::{KvTransferTimingMode, QueuePolicy};
+    use clap::Parser;
+    use std::time::Duration;
+
+    /// `SYN` at the start of `line` stands for a complete synthetic workload (ISL 100, OSL 10,
+    /// 5 requests); arguments are whitespace-separated (JSON values contain no spaces).
+    fn argv(line: &str) -> Vec<String> {
+        let line = line.replacen(
+            "SYN",
+            "--input-tokens 100 --output-tokens 10 --request-count 5",
+            1,
+        );
+        let mut v = vec!["dynosim".to_string(), "run".to_string()];
+        v.extend(line.split_whitespace().map(str::to_string));
+        v
+    }
+
+    fn args(line: &str) -> RunArgs {
+        match Cli::try_parse_from(argv(line))
+            .expect("clap accepts")
+            .command
+        {
+            Command::Run(a) => *a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// 2026-11-29 14:50:35 UTC.
+    fn fixed_now() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_963_835)
+    }
+
+    fn ok(line: &str) -> RunPlan {
+        plan_at(&args(line), fixed_now()).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    fn bad(line: &str) -> String {
+        match plan_at(&args(line), fixed_now()) {
+            Ok(p) => panic!("{line} accepted: {p:?}"),
+            Err(e) => e.0,
+        }
+    }
+
+    fn aggregated_engine(p: &RunPlan) -> &EngineArgs {
+        match &p.sim.topology {
+            Topology::Aggregated { engine, .. } => engine,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_report_name_is_utc_timestamped() {
+        assert_eq!(
+            default_report_file_name(fixed_now()),
+            "dynamo_replay_report_20261129_145035.json"
+        );
+        assert_eq!(
+            default_report_file_name(SystemTime::UNIX_EPOCH),
+            "dynamo_replay_report_19700101_000000.json"
+        );
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+
+    #[test]
+    fn synthetic_plan_maps_every_flag() {
+        let p = ok(
+            "SYN --request-rate 4.5 --arrival-seed 7 --turns-per-session 3 \
+             --shared-prefix-ratio 0.5 --num-prefix-groups 4 --inter-turn-delay-ms 250 \
+             --num-workers 3 --router-mode kv_router --arrival-speedup-ratio 2 \
+             --sla-ttft-ms 500 --sla-itl-ms 20 --seed 9 \
+             --extra-engine-args {\"block_size\":16,\"dp_size\":2} \
+             --router-config {\"overlap_score_weight\":0}",
+        );
+        let WorkloadSource::Synthetic(s) = &p.workload else {
+            panic!("{:?}", p.workload)
+        };
+        assert_eq!(
+            (s.input_tokens, s.output_tokens, s.request_count),
+            (100, 10, 5)
+        );
+        assert_eq!(s.arrival, SyntheticArrival::PoissonRate(4.5));
+        assert_eq!(s.arrival_seed, 7);
+        assert_eq!(s.turns_per_session, 3);
+        assert_eq!(s.shared_prefix_ratio, 0.5);
+        assert_eq!(s.num_prefix_groups, 4);
+        assert_eq!(s.inter_turn_delay_ms, 250.0);
+        let engine = aggregated_engine(&p);
+        assert_eq!((engine.block_size, engine.dp_size), (16, 2));
+        assert_eq!(p.sim.topology.gpus(), 6);
+        assert_eq!(p.sim.router_mode, RouterMode::KvRouter);
+        assert_eq!(p.sim.router.prefill_load_scale, 0.0);
+        assert_eq!(p.sim.router.overlap_score_credit, 0.0);
+        assert_eq!(p.sim.load.arrival_speedup_ratio, 2.0);
+        assert_eq!(p.sim.load.replay_concurrency, None);
+        let sla = Sla {
+            ttft_ms: Some(500.0),
+            itl_ms: Some(20.0),
+            e2e_ms: None,
+        };
+        assert_eq!(p.sim.sla, sla);
+        assert_eq!(p.sim.seed, 9);
+        assert!(!p.sim.record_requests);
+        assert_eq!(p.sim.max_sim_time_ms, None);
+        assert_eq!(p.report_jsonl, None);
+        assert!(p.report_json.is_absolute());
+        assert!(p
+            .report_json
+            .ends_with("dynamo_replay_report_20261129_145035.json"));
+    }
+
+    #[test]
+    fn synthetic_load_controllers() {
+        let p = ok("SYN --replay-concurrency 4");
+        assert_eq!(p.sim.load.replay_concurrency, Some(4));
+        let WorkloadSource::Synthetic(s) = &p.workload else {
+            panic!()
+        };
+        assert_eq!(s.arrival, SyntheticArrival::ClosedLoop);
+        let WorkloadSource::Synthetic(s) = ok("SYN --arrival-interval-ms 0").workload else {
+            panic!()
+        };
+        assert_eq!(s.arrival, SyntheticArrival::IntervalMs(0.0));
+        // Like upstream, --trace-block-size and --trace-format are ignored without a trace.
+        ok("SYN --replay-concurrency 1 --trace-block-size 0 --trace-format mooncake-delta");
+    }
+
+    #[test]
+    fn trace_plan_defaults() {
+        let p = ok(
+            "trace.jsonl --report-jsonl out/req.jsonl --max-sim-time-seconds 1.5 \
+             --report-json out/r.json",
+        );
+        let expected = WorkloadSource::Trace {
+            path: "trace.jsonl".into(),
+            trace_block_size: 512,
+        };
+        assert_eq!(p.workload, expected);
+        assert_eq!(p.sim.max_sim_time_ms, Some(1500.0));
+        assert!(p.sim.record_requests);
+        assert_eq!(p.report_json, PathBuf::from("out/r.json"));
+        assert_eq!(p.report_jsonl, Some(PathBuf::from("out/req.jsonl")));
+        assert_eq!(*aggregated_engine(&p), EngineArgs::default());
+        assert_eq!(p.sim.topology.gpus(), 1);
+        assert_eq!(p.sim.router_mode, RouterMode::RoundRobin);
+        assert_eq!(p.sim.router, RouterConfig::default());
+        assert_eq!(p.sim.load, LoadSpec::default());
+        assert_eq!(p.sim.seed, 42);
+        let p = ok("t.jsonl --trace-block-size 64 --replay-concurrency 3");
+        assert!(matches!(
+            p.workload,
+            WorkloadSource::Trace {
+                trace_block_size: 64,
+                ..
+            }
+        ));
+        assert_eq!(p.sim.load.replay_concurrency, Some(3));
+    }
+
+    #[test]
+    fn report_json_directory_gets_timestamped_file() {
+        let dir = std::env::temp_dir();
+        let p = ok(&format!("t.jsonl --report-json {}", dir.display()));
+        assert_eq!(
+            p.report_json,
+            dir.join("dynamo_replay_report_20261129_145035.json")
+        );
+    }
+
+    #[test]
+    fn disaggregated_plan() {
+        let p = ok("t.jsonl --num-prefill-workers 2 --num-decode-workers 3 \
+             --prefill-engine-args {\"worker_type\":\"prefill\",\"block_size\":32,\"kv_bytes_per_token\":1000,\"kv_transfer_bandwidth\":2} \
+             --decode-engine-args {\"is_decode\":true,\"block_size\":32,\"kv_transfer_timing_mode\":\"destination_missing\"}");
+        let Topology::Disaggregated {
+            num_prefill_workers,
+            prefill,
+            num_decode_workers,
+            decode,
+        } = &p.sim.topology
+        else {
+            panic!("{:?}", p.sim.topology)
+        };
+        assert_eq!((*num_prefill_workers, *num_decode_workers), (2, 3));
+        assert_eq!(prefill.worker_type, WorkerType::Prefill);
+        assert_eq!(prefill.kv_bytes_per_token, Some(1000));
+        assert_eq!(prefill.kv_transfer_bandwidth, Some(2.0));
+        assert_eq!(decode.worker_type, WorkerType::Decode);
+        assert_eq!(
+            decode.kv_transfer_timing_mode,
+            KvTransferTimingMode::DestinationMissing
+        );
+        assert_eq!(p.sim.topology.block_size(), 32);
+        assert_eq!(p.sim.topology.gpus(), 5);
+        // 1.4.2 does not force kv_router for disaggregated replay.
+        assert_eq!(p.sim.router_mode, RouterMode::RoundRobin);
+    }
+
+    #[test]
+    fn engine_router_queue_policy_is_kept_for_the_simulator() {
+        let p = ok("t.jsonl --extra-engine-args {\"router_queue_policy\":\"lcfs\"}");
+        assert_eq!(
+            aggregated_engine(&p).router_queue_policy,
+            Some(QueuePolicy::Lcfs)
+        );
+    }
+
+    #[test]
+    fn kv_router_needs_more_than_one_target() {
+        let m = bad("t.jsonl --router-mode kv_router");
+        assert!(
+            m.contains("kv_router") && m.contains("more than one"),
+            "{m}"
+        );
+        // DP ranks count as targets.
+        ok("t.jsonl --router-mode kv_router --extra-engine-args {\"dp_size\":2}");
+        ok("t.jsonl --router-mode kv_router --num-workers 2");
+    }
+
+    /// (command line, words the message must contain).
+    const BAD_INPUTS: &[(&str, &[&str])] = &[
+        // Rule 1.
+        ("a b", &["requires exactly one trace file", "got 2"]),
+        ("--trace-format dynamo", &["dynamo", "at least one trace file"]),
+        // Refused flags.
+        ("a b --trace-format dynamo", &["--trace-format dynamo", "not supported yet"]),
+        ("t --trace-format mooncake-delta", &["mooncake-delta", "not supported yet"]),
+        ("t --trace-format agentic_mooncake", &["agentic_mooncake is not supported yet"]),
+        ("t --trace-format applied_compute_agentic", &["applied_compute_agentic", "not supported yet"]),
+        ("t --planner-config p.yaml", &["--planner-config is not supported by dynosim"]),
+        ("t --benchmark-granularity 8", &["--benchmark-granularity is not supported"]),
+        ("t --aic-backend vllm", &["--aic-backend is not supported by dynosim"]),
+        ("t --aic-tp-size 2", &["--aic-tp-size is not supported"]),
+        ("t --aic-nextn-accept-rates 0.5", &["--aic-nextn-accept-rates is not supported"]),
+        ("t --router-policy-config p.yaml", &["--router-policy-config", "not supported"]),
+        ("t --model-name m", &["--model-name is not supported by dynosim"]),
+        ("t --replay-mode online", &["dynosim simulates offline only"]),
+        // Rules 2-5.
+        ("", &["no workload"]),
+        ("t --input-tokens 5", &["cannot be combined", "--input-tokens"]),
+        ("t --turns-per-session 2", &["cannot be combined", "--turns-per-session"]),
+        ("t --inter-turn-delay-ms 5", &["--inter-turn-delay-ms"]),
+        ("--input-tokens 5 --request-rate 1", &["missing --output-tokens, --request-count"]),
+        ("SYN", &["exactly one of", "none given"]),
+        ("SYN --request-rate 1 --replay-concurrency 2", &["got --replay-concurrency and --request-rate"]),
+        ("t --request-rate 3", &["--request-rate only applies to synthetic"]),
+        ("t --arrival-interval-ms 3", &["--arrival-interval-ms only applies"]),
+        // Rule 6.
+        ("SYN --replay-concurrency 1 --report-jsonl x", &["--report-jsonl", "trace-file"]),
+        ("SYN --replay-concurrency 1 --max-sim-time-seconds 3", &["--max-sim-time-seconds", "trace-file"]),
+        // Rule 7 (details are unit-tested in config::engine_args / router_config).
+        ("t --extra-engine-args {", &["--extra-engine-args: invalid JSON", "column"]),
+        ("t --extra-engine-args [1]", &["--extra-engine-args", "must be a JSON object"]),
+        ("t --extra-engine-args {\"num_gpu_block\":5}", &["did you mean \"num_gpu_blocks\""]),
+        ("t --extra-engine-args {\"engine_type\":\"sglang\"}", &["not supported by dynosim yet"]),
+        ("t --router-config {\"x\":1}", &["--router-config: unknown key \"x\""]),
+        ("t --router-config {\"router_prefill_load_model\":\"aic\"}", &["not supported by dynosim yet"]),
+        // Rule 9.
+        ("t --extra-engine-args {} --prefill-engine-args {}", &["cannot be combined"]),
+        ("t --prefill-engine-args {\"worker_type\":\"prefill\"}", &["must be provided together"]),
+        ("t --decode-engine-args {\"worker_type\":\"decode\"}", &["must be provided together"]),
+        ("t --num-prefill-workers 2", &["--num-prefill-workers", "only used for disaggregated"]),
+        ("t --num-workers 2 --prefill-engine-args {\"is_prefill\":true} --decode-engine-args {\"is_decode\":true}", &["--num-workers is only used for aggregated"]),
+        // Rule 10.
+        ("t --num-workers 0", &["--num-workers must be >= 1, got 0"]),
+        ("t --num-workers -3", &["--num-workers must be >= 1, got -3"]),
+        ("t --extra-engine-args {\"worker_type\":\"decode\"}", &["aggregated replay needs worker_type"]),
+        ("t --router-mode kv_router --num-workers 1", &["more than one worker/DP-rank target"]),
+        // Rule 12.
+        ("t --prefill-engine-args {} --decode-engine-args {\"worker_type\":\"decode\"}", &["--prefill-engine-args must set worker_type \"prefill\""]),
+        ("t --prefill-engine-args {\"is_prefill\":true} --decode-engine-args {}", &["--decode-engine-args must set worker_type \"decode\""]),
+        ("t --num-decode-workers 0 --prefill-engine-args {\"is_prefill\":true} --decode-engine-args {\"is_decode\":true}", &["--num-decode-workers must be >= 1"]),
+        ("t --num-prefill-workers 0 --prefill-engine-args {\"is_prefill\":true} --decode-engine-args {\"is_decode\":true}", &["--num-prefill-workers must be >= 1"]),
+        ("t --prefill-engine-args {\"is_prefill\":true,\"dp_size\":2} --decode-engine-args {\"is_decode\":true}", &["dp_size must be 1", "got 2 and 1"]),
+        ("t --prefill-engine-args {\"is_prefill\":true,\"block_size\":16} --decode-engine-args {\"is_decode\":true}", &["same block_size", "got 16 and 64"]),
+        // Rules 13, 14, SLA, trace block size.
+        ("t --replay-concurrency 0", &["--replay-concurrency must be >= 1"]),
+        ("t --arrival-speedup-ratio 0", &["--arrival-speedup-ratio", "> 0"]),
+        ("t --arrival-speedup-ratio inf", &["--arrival-speedup-ratio"]),
+        ("t --max-sim-time-seconds -1", &["--max-sim-time-seconds must be a finite number >= 0"]),
+        ("t --sla-ttft-ms -1", &["--sla-ttft-ms"]),
+        ("t --sla-itl-ms NaN", &["--sla-itl-ms"]),
+        ("t --sla-e2e-ms inf", &["--sla-e2e-ms"]),
+        ("t --trace-block-size 0", &["--trace-block-size must be >= 1"]),
+        // Synthetic ranges (spec §3).
+        ("SYN --request-rate 0", &["--request-rate must be a finite number > 0"]),
+        ("SYN --request-rate nan", &["--request-rate"]),
+        ("SYN --arrival-interval-ms -5", &["--arrival-interval-ms must be a finite number >= 0"]),
+        ("SYN --replay-concurrency 1 --shared-prefix-ratio 1.5", &["--shared-prefix-ratio must be in [0, 1]"]),
+        ("SYN --replay-concurrency 1 --num-prefix-groups -1", &["--num-prefix-groups must be >= 0"]),
+        ("SYN --replay-concurrency 1 --turns-per-session 0", &["--turns-per-session must be >= 1"]),
+        ("SYN --replay-concurrency 1 --inter-turn-delay-ms -1", &["--inter-turn-delay-ms"]),
+        ("--input-tokens 0 --output-tokens 1 --request-count 1 --replay-concurrency 1", &["--input-tokens must be >= 1"]),
+        ("--input-tokens 1 --output-tokens 0 --request-count 1 --replay-concurrency 1", &["--output-tokens must be >= 1"]),
+        ("--input-tokens 1 --output-tokens 1 --request-count 0 --replay-concurrency 1", &["--request-count must be >= 1"]),
+        ("--input-tokens 5000000000 --output-tokens 1 --request-count 1 --replay-concurrency 1", &["--input-tokens is too large"]),
+    ];
+
+    #[test]
+    fn bad_inputs_are_rejected_with_the_flag_named() {
+        for (line, words) in BAD_INPUTS {
+            let m = bad(line);
+            for w in *words {
+                assert!(m.contains(w), "{line}: {m:?} lacks {w:?}");
+            }
+            assert!(!m.contains('\n'), "{line}: message is not one line: {m:?}");
+        }
+    }
+}
