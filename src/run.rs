@@ -13,6 +13,7 @@ use crate::config::{
 };
 use crate::error::InputError;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
+use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ pub enum WorkloadSource {
     Trace {
         path: PathBuf,
         trace_block_size: u32,
+        /// `--replay-concurrency` is set: sessions keep file order, timestamps are optional.
+        closed_loop: bool,
     },
     Synthetic(SyntheticSpec),
 }
@@ -39,7 +42,16 @@ impl WorkloadSource {
             WorkloadSource::Trace {
                 path,
                 trace_block_size,
-            } => crate::workload::trace::load_trace(path, *trace_block_size),
+                closed_loop,
+            } => crate::workload::trace::load_trace_with(
+                path,
+                *trace_block_size,
+                if *closed_loop {
+                    Timing::ClosedLoop
+                } else {
+                    Timing::OpenLoop
+                },
+            ),
             WorkloadSource::Synthetic(spec) => {
                 crate::workload::synthetic::generate(spec, engine_block_size)
             }
@@ -208,6 +220,7 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         WorkloadSource::Trace {
             path: args.trace_files[0].clone(),
             trace_block_size,
+            closed_loop: replay_concurrency.is_some(),
         }
     } else {
         // Like upstream, --trace-block-size is ignored by synthetic workloads.
@@ -716,6 +729,7 @@ mod tests {
         let expected = WorkloadSource::Trace {
             path: "trace.jsonl".into(),
             trace_block_size: 512,
+            closed_loop: false,
         };
         assert_eq!(p.workload, expected);
         assert_eq!(p.sim.max_sim_time_ms, Some(1500.0));
