@@ -165,9 +165,10 @@ impl Topology {
     /// Total simulated GPUs of the deployment.
     pub fn gpus(&self) -> u64 {
         match self {
-            Topology::Aggregated { num_workers, engine } => {
-                *num_workers as u64 * engine.gpus_per_worker() as u64
-            }
+            Topology::Aggregated {
+                num_workers,
+                engine,
+            } => *num_workers as u64 * engine.gpus_per_worker() as u64,
             Topology::Disaggregated {
                 num_prefill_workers,
                 prefill,

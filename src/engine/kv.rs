@@ -292,7 +292,10 @@ impl KvPool {
             .map(|(_, s)| s)
             .collect();
         assert_eq!(live.len() as u32, self.copies);
-        assert_eq!(live.iter().filter(|s| s.in_lru).count() as u32, self.inactive);
+        assert_eq!(
+            live.iter().filter(|s| s.in_lru).count() as u32,
+            self.inactive
+        );
         assert!(self.copies <= self.capacity);
     }
 }
@@ -317,14 +320,24 @@ mod tests {
         assert_eq!(p.available(), 4);
         assert_eq!(
             p.match_prefix(&[10, 11, 12]),
-            PrefixMatch { blocks: 2, active_blocks: 0 }
+            PrefixMatch {
+                blocks: 2,
+                active_blocks: 0
+            }
         );
         // Allocating 3 needs one eviction (1 free + 2 inactive): the suffix (11) goes first.
         let mut more = Vec::new();
         assert!(p.allocate(3, &mut more));
         assert_eq!(p.match_prefix(&[10, 11]).blocks, 1);
         let ev: Vec<_> = p.drain_events().collect();
-        assert_eq!(ev, vec![KvEvent::Stored(10), KvEvent::Stored(11), KvEvent::Removed(11)]);
+        assert_eq!(
+            ev,
+            vec![
+                KvEvent::Stored(10),
+                KvEvent::Stored(11),
+                KvEvent::Removed(11)
+            ]
+        );
         p.check();
     }
 

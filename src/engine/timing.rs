@@ -8,8 +8,13 @@ pub trait LatencyModel: Send + Sync {
     fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64;
     /// One decode step of `batch_size` sequences with `active_kv_tokens` of `total_kv_tokens` in
     /// use and mean context length `context`.
-    fn decode_ms(&self, batch_size: u64, active_kv_tokens: u64, context: u64, total_kv_tokens: u64)
-        -> f64;
+    fn decode_ms(
+        &self,
+        batch_size: u64,
+        active_kv_tokens: u64,
+        context: u64,
+        total_kv_tokens: u64,
+    ) -> f64;
 }
 
 /// DynoSim's default polynomial model (spec §4.9.1, §4.9.2).
@@ -40,8 +45,13 @@ impl LatencyModel for Polynomial {
         Self::prefill_of_tokens((batch_size * new) as f64)
     }
 
-    fn decode_ms(&self, batch_size: u64, active_kv_tokens: u64, _context: u64, total_kv_tokens: u64)
-        -> f64 {
+    fn decode_ms(
+        &self,
+        batch_size: u64,
+        active_kv_tokens: u64,
+        _context: u64,
+        total_kv_tokens: u64,
+    ) -> f64 {
         if batch_size == 0 {
             return 0.0;
         }

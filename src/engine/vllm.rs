@@ -7,7 +7,6 @@ use super::timing::{scaled, LatencyModel};
 use crate::config::{EngineArgs, PreemptionMode, WorkerType};
 use std::collections::VecDeque;
 
-
 /// Chains a block's local content hash onto its parent's sequence hash.
 #[inline]
 pub fn chain_hash(parent: u64, local: u64) -> u64 {
@@ -246,7 +245,8 @@ impl<M: LatencyModel> Engine<M> {
         let ok = self.pool.allocate(fresh, &mut blocks);
         debug_assert!(ok);
         for j in hits..input / bs {
-            self.pool.register(blocks[j as usize], prompt[j as usize], true);
+            self.pool
+                .register(blocks[j as usize], prompt[j as usize], true);
         }
         let seq = &mut self.seqs[s as usize];
         seq.blocks = blocks;
@@ -516,7 +516,10 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 let prompt = &prompts[req as usize];
                 let (m, held) = if prebuilt {
-                    (PrefixMatch::default(), self.seqs[s as usize].blocks.len() as u32)
+                    (
+                        PrefixMatch::default(),
+                        self.seqs[s as usize].blocks.len() as u32,
+                    )
                 } else {
                     (self.prefill_hits(s, prompt), 0)
                 };
@@ -542,7 +545,11 @@ impl<M: LatencyModel> Engine<M> {
                     self.seqs[s as usize].registered = m.blocks;
                 }
                 self.seqs[s as usize].blocks = blocks;
-                let cached_tokens = if prebuilt { 0 } else { (m.blocks * bs).min(len) };
+                let cached_tokens = if prebuilt {
+                    0
+                } else {
+                    (m.blocks * bs).min(len)
+                };
                 let res = self.schedule(
                     s,
                     cached_tokens,
@@ -618,7 +625,8 @@ impl<M: LatencyModel> Engine<M> {
                 self.args.decode_speedup_ratio
             };
             decode_ms = scaled(
-                self.model.decode_ms(ready, active_kv, ctx_sum / ready, total_kv),
+                self.model
+                    .decode_ms(ready, active_kv, ctx_sum / ready, total_kv),
                 ratio,
             );
         }
@@ -705,7 +713,10 @@ pub fn prompt_hashes_unique(uuid: u64, input: u32, block_size: u32, out: &mut Ve
     out.clear();
     let mut parent = ROOT_HASH;
     for j in 0..(input / block_size) as u64 {
-        parent = chain_hash(parent, splitmix(uuid.wrapping_mul(0x1_0000_0001) ^ (j << 48) ^ 0x77));
+        parent = chain_hash(
+            parent,
+            splitmix(uuid.wrapping_mul(0x1_0000_0001) ^ (j << 48) ^ 0x77),
+        );
         out.push(parent);
     }
 }

@@ -160,7 +160,11 @@ impl KvRouter {
         let words = self.words;
         for (wi, a) in self.scratch_alive.iter_mut().enumerate() {
             let bits = (self.num_targets - wi * 64).min(64);
-            *a = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            *a = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
         }
         for h in hashes {
             let Some(&s) = self.index.get(h) else {
@@ -192,8 +196,10 @@ impl KvRouter {
         }
     }
 
+    /// Blocks of the request the tracker counts: its full prompt blocks (a partial tail block
+    /// is not tracked; the reference's logs show floor(isl / block_size)).
     fn request_blocks(&self, r: &RouteRequest) -> u64 {
-        (r.isl as u64).div_ceil(self.block_size as u64)
+        r.hashes.len() as u64
     }
 
     /// Chooses a target for `req` (index `id` in the simulation) and starts tracking it.
@@ -294,6 +300,7 @@ impl KvRouter {
     }
 
     fn track(&mut self, id: u32, target: usize, r: &RouteRequest, overlap_tokens: u32) {
+        let request_blocks = self.request_blocks(r);
         let load = &mut self.loads[target];
         let prefill_tokens = if self.cfg.router_track_prefill_tokens {
             (r.isl - overlap_tokens.min(r.isl)) as u64
@@ -302,7 +309,6 @@ impl KvRouter {
         };
         load.prefill_tokens += prefill_tokens;
         load.requests += 1;
-        let request_blocks = (r.isl as u64).div_ceil(self.block_size as u64);
         let (shared, unique) = if !self.cfg.router_track_active_blocks {
             (0, 0)
         } else if self.cfg.router_assume_kv_reuse {
@@ -422,8 +428,14 @@ mod tests {
         assert_ne!(d2.target, 2);
         r.free(0);
         r.free(1);
-        assert!(r.loads.iter().all(|l| l.requests == 0 && l.prefill_tokens == 0));
-        assert!(r.loads.iter().all(|l| l.blocks.is_empty() && l.unique_blocks == 0));
+        assert!(r
+            .loads
+            .iter()
+            .all(|l| l.requests == 0 && l.prefill_tokens == 0));
+        assert!(r
+            .loads
+            .iter()
+            .all(|l| l.blocks.is_empty() && l.unique_blocks == 0));
     }
 
     #[test]

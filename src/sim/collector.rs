@@ -182,7 +182,11 @@ impl Collector {
                     source_held_ms: r.source_held,
                     destination_reserved_ms: r.destination_reserved,
                     destination_activated_ms: r.destination_activated,
-                    decode_admit_ms: if disagg { r.decode_admit } else { r.first_admit },
+                    decode_admit_ms: if disagg {
+                        r.decode_admit
+                    } else {
+                        r.first_admit
+                    },
                     source_released_ms: r.destination_activated,
                     decode_reused_input_tokens: if disagg { Some(0) } else { None },
                     prefill_route_overlap_tokens: r.prefill_overlap,

@@ -32,9 +32,6 @@ pub struct SimOutput {
     pub records: Vec<RequestRecord>,
 }
 
-/// Consecutive passes of one worker without progress before the run is declared stuck.
-const DEAD_END_PASSES: u32 = 1024;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Aggregated,
@@ -78,7 +75,8 @@ struct Worker {
     ranks: Vec<Engine<Polynomial>>,
     outputs: Vec<PassOutput>,
     busy: bool,
-    idle_passes: u32,
+    /// Its last pass changed nothing: not restarted until something is delivered to it.
+    stalled: bool,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
 }
@@ -128,6 +126,10 @@ struct Sim<'w> {
     driver: Driver,
     col: Collector,
     now: f64,
+    /// Order in which idle workers start passes at one timestamp: decode workers first, so a
+    /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
+    /// their zero-time passes (matches the reference's per-request hand-off times).
+    start_order: Vec<u32>,
 }
 
 /// Simulates one configuration over a workload.
@@ -147,7 +149,9 @@ fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
         )));
     }
     if args.block_size == 0 || args.dp_size == 0 {
-        return Err(SimError(format!("{what}: block_size and dp_size must be ≥ 1")));
+        return Err(SimError(format!(
+            "{what}: block_size and dp_size must be ≥ 1"
+        )));
     }
     Ok(())
 }
@@ -158,14 +162,16 @@ impl<'w> Sim<'w> {
         let mut workers = Vec::new();
         let mut pools = Vec::new();
         let add_pool = |workers: &mut Vec<Worker>,
-                            n: u32,
-                            args: &EngineArgs,
-                            role: Role,
-                            router_cfg: Option<RouterConfig>,
-                            seed: u64|
+                        n: u32,
+                        args: &EngineArgs,
+                        role: Role,
+                        router_cfg: Option<RouterConfig>,
+                        seed: u64|
          -> Result<Pool, SimError> {
             if n == 0 {
-                return Err(SimError("every worker pool needs at least one worker".into()));
+                return Err(SimError(
+                    "every worker pool needs at least one worker".into(),
+                ));
             }
             check_engine(args, "engine args")?;
             let first = workers.len() as u32;
@@ -180,7 +186,7 @@ impl<'w> Sim<'w> {
                     ranks,
                     outputs,
                     busy: false,
-                    idle_passes: 0,
+                    stalled: false,
                     pending_reservations: Default::default(),
                 });
             }
@@ -265,7 +271,14 @@ impl<'w> Sim<'w> {
             }
         }
         let n = w.requests.len();
+        let mut start_order: Vec<u32> = (0..workers.len() as u32)
+            .filter(|&i| workers[i as usize].role == Role::Decode)
+            .collect();
+        start_order.extend(
+            (0..workers.len() as u32).filter(|&i| workers[i as usize].role != Role::Decode),
+        );
         Ok(Sim {
+            start_order,
             w,
             cfg,
             block_size: cfg.topology.block_size().max(1),
@@ -276,7 +289,14 @@ impl<'w> Sim<'w> {
             queue_seq: 0,
             prompts: vec![Vec::new(); n],
             target_of: vec![u32::MAX; n],
-            handoffs: vec![Handoff::default(); if cfg.topology_is_disaggregated() { n } else { 0 }],
+            handoffs: vec![
+                Handoff::default();
+                if cfg.topology_is_disaggregated() {
+                    n
+                } else {
+                    0
+                }
+            ],
             transfer,
             driver: Driver::new(w, &cfg.load),
             col: Collector::new(n, cfg.record_requests),
@@ -298,10 +318,21 @@ impl<'w> Sim<'w> {
         let cap = self.cfg.max_sim_time_ms;
         let mut capped = false;
         loop {
-            let t_arr = if capped { None } else { self.driver.next_time() };
+            let t_arr = if capped {
+                None
+            } else {
+                self.driver.next_time()
+            };
             let t_ev = self.heap.peek().map(|e| e.time);
             let now = match (t_arr, t_ev) {
-                (None, None) => break,
+                (None, None) => {
+                    if let Some(wi) = (0..self.workers.len()).find(|&i| self.worker_has_work(i)) {
+                        if !capped {
+                            return Err(self.dead_end(wi));
+                        }
+                    }
+                    break;
+                }
                 (Some(a), None) => a,
                 (None, Some(e)) => e,
                 (Some(a), Some(e)) => a.min(e),
@@ -326,8 +357,10 @@ impl<'w> Sim<'w> {
                         self.arrive(req);
                         changed = true;
                     }
-                    for wi in 0..self.workers.len() {
-                        if !self.workers[wi].busy && self.worker_has_work(wi) {
+                    for k in 0..self.start_order.len() {
+                        let wi = self.start_order[k] as usize;
+                        let w = &self.workers[wi];
+                        if !w.busy && !w.stalled && self.worker_has_work(wi) {
                             self.start_pass(wi)?;
                             changed = true;
                         }
@@ -339,6 +372,17 @@ impl<'w> Sim<'w> {
             }
         }
         Ok(())
+    }
+
+    fn dead_end(&self, wi: usize) -> SimError {
+        let w = &self.workers[wi];
+        let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
+        SimError(format!(
+            "simulation cannot make progress at t={:.3} ms: worker {wi} has {waiting} queued \
+             request(s) that can never be scheduled (check max_num_batched_tokens with \
+             enable_chunked_prefill=false, and num_gpu_blocks)",
+            self.now
+        ))
     }
 
     fn worker_has_work(&self, wi: usize) -> bool {
@@ -425,6 +469,7 @@ impl<'w> Sim<'w> {
         // which is emitted one per pass while the worker is busy with other prefills. Observed in
         // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
         worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length);
+        worker.stalled = false;
         let local = wi - pool.first_worker;
         match worker.role {
             Role::Prefill => self.col.routed_prefill(req, local, decision.overlap_tokens),
@@ -456,7 +501,26 @@ impl<'w> Sim<'w> {
         }
     }
 
+    /// Starts a pass on an idle worker. Passes that take no time (a prefill worker emitting the
+    /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
+    /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) -> Result<(), SimError> {
+        loop {
+            let dur = self.run_pass(wi)?;
+            if dur > 0.0 {
+                let end = self.now + dur;
+                self.push_event(end, EventKind::PassEnd { worker: wi as u32 });
+                return Ok(());
+            }
+            self.pass_end(wi)?;
+            if self.workers[wi].stalled || !self.worker_has_work(wi) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Computes one pass of every rank of a worker at `now`; returns its duration.
+    fn run_pass(&mut self, wi: usize) -> Result<f64, SimError> {
         let now = self.now;
         let worker = &mut self.workers[wi];
         let mut dur = 0.0f64;
@@ -471,18 +535,7 @@ impl<'w> Sim<'w> {
                 out.clear();
             }
         }
-        if progressed {
-            worker.idle_passes = 0;
-        } else {
-            worker.idle_passes += 1;
-            if worker.idle_passes >= DEAD_END_PASSES {
-                return Err(SimError(format!(
-                    "no progress after {DEAD_END_PASSES} passes on worker {wi} at t={now:.3} ms: \
-                     a queued request can never be scheduled (check max_num_batched_tokens, \
-                     enable_chunked_prefill and num_gpu_blocks)"
-                )));
-            }
-        }
+        worker.stalled = !progressed;
         worker.busy = true;
         // Admissions are visible now; KV stores reach the router at pass start (vLLM).
         let p = self.pool_of_worker(wi);
@@ -503,9 +556,7 @@ impl<'w> Sim<'w> {
                 }
             }
         }
-        let end = now + dur;
-        self.push_event(end, EventKind::PassEnd { worker: wi as u32 });
-        Ok(())
+        Ok(dur)
     }
 
     fn apply_event(&mut self, ev: Event) -> Result<(), SimError> {
@@ -606,7 +657,10 @@ impl<'w> Sim<'w> {
         self.workers[wi as usize]
             .pending_reservations
             .push_back(req);
-        self.retry_reservations(wi as usize);
+        // A busy decode worker takes hand-offs when its pass ends.
+        if !self.workers[wi as usize].busy {
+            self.retry_reservations(wi as usize);
+        }
     }
 
     fn retry_reservations(&mut self, wi: usize) {
@@ -629,9 +683,7 @@ impl<'w> Sim<'w> {
                 Some((ms_per_token, mode)) => {
                     let tokens = match mode {
                         KvTransferTimingMode::FullPrompt => r.input_length,
-                        KvTransferTimingMode::DestinationMissing => {
-                            r.input_length - res.hit_tokens
-                        }
+                        KvTransferTimingMode::DestinationMissing => r.input_length - res.hit_tokens,
                     };
                     tokens as f64 * ms_per_token
                 }
@@ -647,7 +699,9 @@ impl<'w> Sim<'w> {
         let prefill_pool = &self.pools[0];
         let pw = prefill_pool.first_worker + target / prefill_pool.dp;
         self.workers[pw as usize].ranks[0].release_held(req);
+        self.workers[pw as usize].stalled = false;
         self.workers[h.decode_worker as usize].ranks[0].activate(h.seq);
+        self.workers[h.decode_worker as usize].stalled = false;
         self.col.destination_activated(req, self.now);
     }
 
