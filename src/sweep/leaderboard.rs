@@ -1,0 +1,648 @@
+//! From point records to leaderboards: feasibility (`require`), ranking (`rank_by`), the Pareto
+//! front (`pareto`), `leaderboard.csv`, `leaderboard.json` and the console's top-10 table.
+//!
+//! Everything here is a pure function of the records and the spec's settings, so a leaderboard
+//! never depends on scheduling, on `-j`, or on how the points were split across shards.
+
+use super::record::{PointRecord, Status, DYNOSIM_VERSION};
+use super::resolve::value_text;
+use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
+use serde_json::{json, Number, Value};
+use std::cmp::Ordering;
+
+/// One leaderboard row.
+#[derive(Debug, Clone)]
+pub struct Row<'a> {
+    pub rec: &'a PointRecord,
+    /// 1-based over `ok` then `infeasible` points; `None` for points that did not run.
+    pub rank: Option<u64>,
+    /// On the Pareto front (`ok` points only); `None` for points that did not run.
+    pub pareto: Option<bool>,
+}
+
+/// Plain text of a JSON number: integers as integers, floats in Rust's shortest round-trip
+/// form (never an exponent).
+pub fn number_text(n: &Number) -> String {
+    if let Some(i) = n.as_i64() {
+        i.to_string()
+    } else if let Some(u) = n.as_u64() {
+        u.to_string()
+    } else {
+        float_text(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+fn float_text(x: f64) -> String {
+    format!("{x}")
+}
+
+/// `ok` or `infeasible` for a simulated point, with the violated bounds as the reason.
+pub fn classify(rec: &PointRecord, require: &[Bound]) -> (Status, Option<String>) {
+    let mut violations = Vec::new();
+    for b in require {
+        match rec.metric(&b.metric) {
+            None => violations.push(format!("{} missing from the report", b.metric)),
+            Some(v) => {
+                if let Some(min) = b.min.filter(|m| v < *m) {
+                    violations.push(format!(
+                        "{} {} < min {}",
+                        b.metric,
+                        float_text(v),
+                        float_text(min)
+                    ));
+                }
+                if let Some(max) = b.max.filter(|m| v > *m) {
+                    violations.push(format!(
+                        "{} {} > max {}",
+                        b.metric,
+                        float_text(v),
+                        float_text(max)
+                    ));
+                }
+            }
+        }
+    }
+    if violations.is_empty() {
+        (Status::Ok, None)
+    } else {
+        (Status::Infeasible, Some(violations.join("; ")))
+    }
+}
+
+/// Orders two records by objectives (missing values last), then by point id.
+pub fn compare(a: &PointRecord, b: &PointRecord, objectives: &[Objective]) -> Ordering {
+    for o in objectives {
+        let ord = match (a.metric(&o.metric), b.metric(&o.metric)) {
+            (Some(x), Some(y)) => {
+                if o.maximize {
+                    y.total_cmp(&x)
+                } else {
+                    x.total_cmp(&y)
+                }
+            }
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    a.point.cmp(&b.point)
+}
+
+/// Which of `recs` are not dominated under `objectives` (missing values count as the worst).
+pub fn pareto_front(recs: &[&PointRecord], objectives: &[Objective]) -> Vec<bool> {
+    if objectives.is_empty() {
+        return vec![false; recs.len()];
+    }
+    // Every objective turned into "higher is better".
+    let score = |r: &PointRecord| -> Vec<f64> {
+        objectives
+            .iter()
+            .map(|o| match r.metric(&o.metric) {
+                Some(v) if o.maximize => v,
+                Some(v) => -v,
+                None => f64::NEG_INFINITY,
+            })
+            .collect()
+    };
+    let scores: Vec<Vec<f64>> = recs.iter().map(|r| score(r)).collect();
+    // In decreasing lexicographic order a point can only be dominated by an earlier one, and
+    // then also by an earlier point of the front: compare against the front only.
+    let mut order: Vec<usize> = (0..recs.len()).collect();
+    order.sort_by(|&i, &j| {
+        for (x, y) in scores[i].iter().zip(&scores[j]) {
+            match y.total_cmp(x) {
+                Ordering::Equal => continue,
+                o => return o,
+            }
+        }
+        recs[i].point.cmp(&recs[j].point)
+    });
+    let dominates = |q: &[f64], p: &[f64]| {
+        q.iter().zip(p).all(|(a, b)| a >= b) && q.iter().zip(p).any(|(a, b)| a > b)
+    };
+    let mut front: Vec<usize> = Vec::new();
+    let mut on = vec![false; recs.len()];
+    for i in order {
+        if !front.iter().any(|&q| dominates(&scores[q], &scores[i])) {
+            front.push(i);
+            on[i] = true;
+        }
+    }
+    on
+}
+
+/// Ranks records: `ok` by `rank_by`, then `infeasible` by `rank_by`, then the rest by point id.
+pub fn rank<'a>(
+    records: &'a [PointRecord],
+    rank_by: &[Objective],
+    pareto: &[Objective],
+) -> Vec<Row<'a>> {
+    let mut ok: Vec<&PointRecord> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    let mut infeasible: Vec<&PointRecord> = records
+        .iter()
+        .filter(|r| r.status == Status::Infeasible)
+        .collect();
+    let mut rest: Vec<&PointRecord> = records.iter().filter(|r| !r.status.ran()).collect();
+    ok.sort_by(|a, b| compare(a, b, rank_by));
+    infeasible.sort_by(|a, b| compare(a, b, rank_by));
+    rest.sort_by_key(|r| r.point);
+    let front = pareto_front(&ok, pareto);
+    let mut rows = Vec::with_capacity(records.len());
+    for (i, r) in ok.iter().enumerate() {
+        rows.push(Row {
+            rec: r,
+            rank: Some(rows.len() as u64 + 1),
+            pareto: Some(front[i]),
+        });
+    }
+    for r in infeasible {
+        rows.push(Row {
+            rec: r,
+            rank: Some(rows.len() as u64 + 1),
+            pareto: Some(false),
+        });
+    }
+    for r in rest {
+        rows.push(Row {
+            rec: r,
+            rank: None,
+            pareto: None,
+        });
+    }
+    rows
+}
+
+/// The metric columns: every report key any row has, sorted, without host-dependent ones.
+pub fn metric_columns(rows: &[Row]) -> Vec<String> {
+    let mut keys: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.rec.report.as_ref())
+        .flat_map(|rep| rep.keys().cloned())
+        .filter(|k| !HOST_DEPENDENT_METRICS.contains(&k.as_str()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+fn cell(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Number(n)) => number_text(n),
+        Some(other) => value_text(other),
+    }
+}
+
+/// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
+/// `gpus`, then the metrics.
+pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
+    let metrics = metric_columns(rows);
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let mut header: Vec<String> = ["rank", "point", "status", "feasible", "pareto", "reason"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(param_columns.iter().cloned());
+    header.push("gpus".into());
+    header.extend(metrics.iter().cloned());
+    // Writing to a Vec cannot fail.
+    let _ = w.write_record(&header);
+    for row in rows {
+        let r = row.rec;
+        let mut fields: Vec<String> = Vec::with_capacity(header.len());
+        fields.push(row.rank.map(|n| n.to_string()).unwrap_or_default());
+        fields.push(r.point.to_string());
+        fields.push(r.status.as_str().to_string());
+        fields.push(match r.status {
+            Status::Ok => "true".into(),
+            Status::Infeasible => "false".into(),
+            _ => String::new(),
+        });
+        fields.push(row.pareto.map(|b| b.to_string()).unwrap_or_default());
+        fields.push(r.reason.clone().unwrap_or_default());
+        for c in param_columns {
+            fields.push(cell(r.parameters.get(c)));
+        }
+        fields.push(r.gpus.map(|g| g.to_string()).unwrap_or_default());
+        for m in &metrics {
+            fields.push(cell(r.report.as_ref().and_then(|rep| rep.get(m))));
+        }
+        let _ = w.write_record(&fields);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// What `leaderboard.json` says about the sweep besides its rows.
+pub struct Meta<'a> {
+    pub name: &'a str,
+    pub spec_text: &'a str,
+    pub spec_sha256: &'a str,
+    pub points_total: u64,
+    pub shard: Option<(u32, u32)>,
+    pub rank_by: &'a [Objective],
+    pub pareto: &'a [Objective],
+    pub interrupted: bool,
+}
+
+/// Distinct trace files of the rows' workloads: `[{path, sha256}]`, sorted.
+fn traces(rows: &[Row]) -> Vec<Value> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let files = r
+            .rec
+            .workload
+            .as_ref()
+            .and_then(|w| w.get("files"))
+            .and_then(Value::as_array);
+        for f in files.into_iter().flatten() {
+            let path = f
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let sha = f
+                .get("sha256")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if !seen.contains(&(path.clone(), sha.clone())) {
+                seen.push((path, sha));
+            }
+        }
+    }
+    seen.sort();
+    seen.into_iter()
+        .map(|(path, sha256)| json!({"path": path, "sha256": sha256}))
+        .collect()
+}
+
+/// `leaderboard.json`: the rows with full report and configuration, the spec, its hash, the
+/// traces' SHA-256 and the dynosim version.
+pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {
+    let traces = traces(rows);
+    let trace_sha256 = match traces.as_slice() {
+        [one] => one["sha256"].clone(),
+        _ => Value::Null,
+    };
+    let spec_json: Value = serde_yaml::from_str(meta.spec_text).unwrap_or(Value::Null);
+    let out_rows: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let r = row.rec;
+            json!({
+                "rank": row.rank,
+                "point": r.point,
+                "status": r.status,
+                "feasible": match r.status { Status::Ok => json!(true), Status::Infeasible => json!(false), _ => Value::Null },
+                "pareto": row.pareto,
+                "reason": r.reason,
+                "parameters": r.parameters,
+                "gpus": r.gpus,
+                "hash": r.hash,
+                "configuration": r.configuration,
+                "workload": r.workload,
+                "report": r.report,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "name": meta.name,
+        "dynosim_version": DYNOSIM_VERSION,
+        "spec_sha256": meta.spec_sha256,
+        "spec": spec_json,
+        "spec_yaml": meta.spec_text,
+        "trace_sha256": trace_sha256,
+        "traces": traces,
+        "points_total": meta.points_total,
+        "points": rows.len(),
+        "shard": meta.shard.map(|(k, n)| format!("{k}/{n}")),
+        "interrupted": meta.interrupted,
+        "rank_by": meta.rank_by.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+        "pareto": meta.pareto.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+        "rows": out_rows,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+fn short_number(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+/// The console's table of the best `n` ranked rows.
+pub fn top_table(
+    rows: &[Row],
+    rank_by: &[Objective],
+    param_columns: &[String],
+    n: usize,
+) -> String {
+    let ranked: Vec<&Row> = rows.iter().filter(|r| r.rank.is_some()).take(n).collect();
+    if ranked.is_empty() {
+        return "no point finished a simulation\n".to_string();
+    }
+    let mut header: Vec<String> = vec![
+        "rank".into(),
+        "point".into(),
+        "status".into(),
+        "gpus".into(),
+    ];
+    header.extend(rank_by.iter().map(|o| o.metric.clone()));
+    header.push("parameters".into());
+    let mut table: Vec<Vec<String>> = vec![header];
+    for row in ranked {
+        let r = row.rec;
+        let mut line = vec![
+            row.rank.map(|x| x.to_string()).unwrap_or_default(),
+            r.point.to_string(),
+            if row.pareto == Some(true) {
+                format!("{}*", r.status.as_str())
+            } else {
+                r.status.as_str().to_string()
+            },
+            r.gpus.map(|g| g.to_string()).unwrap_or_default(),
+        ];
+        line.extend(rank_by.iter().map(|o| short_number(r.metric(&o.metric))));
+        line.push(
+            param_columns
+                .iter()
+                .filter_map(|c| {
+                    r.parameters
+                        .get(c)
+                        .map(|v| format!("{c}={}", value_text(v)))
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        table.push(line);
+    }
+    let cols = table[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            table
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in &table {
+        let mut text = String::new();
+        for (c, cellv) in line.iter().enumerate() {
+            if c + 1 == cols {
+                text.push_str(cellv);
+            } else if c == 2 {
+                text.push_str(&format!("{cellv:<w$}  ", w = widths[c]));
+            } else {
+                text.push_str(&format!("{cellv:>w$}  ", w = widths[c]));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+    out.push_str("(* = on the Pareto front)\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    fn rec(point: u64, status: Status, report: Value) -> PointRecord {
+        PointRecord {
+            point,
+            hash: format!("h{point}"),
+            status,
+            reason: None,
+            parameters: Map::new(),
+            gpus: Some(1 + point % 3),
+            configuration: None,
+            workload: None,
+            report: report.as_object().cloned(),
+        }
+    }
+
+    fn obj(maximize: bool, metric: &str) -> Objective {
+        Objective {
+            maximize,
+            metric: metric.into(),
+        }
+    }
+
+    #[test]
+    fn classify_by_bounds() {
+        let r = rec(
+            0,
+            Status::Ok,
+            json!({"p99_ttft_ms": 12000.5, "completed_requests": 10}),
+        );
+        let b = |m: &str, min: Option<f64>, max: Option<f64>| Bound {
+            metric: m.into(),
+            min,
+            max,
+        };
+        assert_eq!(classify(&r, &[]), (Status::Ok, None));
+        assert_eq!(
+            classify(&r, &[b("p99_ttft_ms", None, Some(20000.0))]),
+            (Status::Ok, None)
+        );
+        let (s, why) = classify(
+            &r,
+            &[
+                b("p99_ttft_ms", None, Some(10000.0)),
+                b("completed_requests", Some(11.0), None),
+            ],
+        );
+        assert_eq!(s, Status::Infeasible);
+        assert_eq!(
+            why.unwrap(),
+            "p99_ttft_ms 12000.5 > max 10000; completed_requests 10 < min 11"
+        );
+        let (s, why) = classify(&r, &[b("mean_ttft_ms", None, Some(1.0))]);
+        assert_eq!(s, Status::Infeasible);
+        assert!(why.unwrap().contains("missing"));
+        // gpus is a metric too.
+        assert_eq!(classify(&r, &[b("gpus", None, Some(1.0))]).0, Status::Ok);
+    }
+
+    #[test]
+    fn ranking_orders_ok_then_infeasible_ties_by_point() {
+        let records = vec![
+            rec(0, Status::Ok, json!({"thr": 5.0, "lat": 3.0})),
+            rec(1, Status::Infeasible, json!({"thr": 100.0, "lat": 1.0})),
+            rec(2, Status::Ok, json!({"thr": 9.0, "lat": 3.0})),
+            rec(3, Status::Invalid, Value::Null),
+            rec(4, Status::Ok, json!({"thr": 9.0, "lat": 2.0})),
+            rec(5, Status::Ok, json!({"thr": 9.0, "lat": 2.0})),
+            rec(6, Status::Skipped, Value::Null),
+            rec(7, Status::Ok, json!({"lat": 0.5})),
+            rec(8, Status::Failed, Value::Null),
+        ];
+        let rows = rank(&records, &[obj(true, "thr"), obj(false, "lat")], &[]);
+        let order: Vec<(u64, Option<u64>)> = rows.iter().map(|r| (r.rec.point, r.rank)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (4, Some(1)),
+                (5, Some(2)),
+                (2, Some(3)),
+                (0, Some(4)),
+                (7, Some(5)), // missing thr sorts last among ok
+                (1, Some(6)),
+                (3, None),
+                (6, None),
+                (8, None),
+            ]
+        );
+        // Default-like single objective, min direction.
+        let rows = rank(&records, &[obj(false, "lat")], &[]);
+        assert_eq!(rows[0].rec.point, 7);
+    }
+
+    #[test]
+    fn pareto_flags_non_dominated_ok_points() {
+        let records = vec![
+            rec(0, Status::Ok, json!({"a": 1.0, "b": 5.0})),
+            rec(1, Status::Ok, json!({"a": 2.0, "b": 4.0})),
+            rec(2, Status::Ok, json!({"a": 2.0, "b": 3.0})), // dominated by 1
+            rec(3, Status::Ok, json!({"a": 3.0, "b": 1.0})),
+            rec(4, Status::Ok, json!({"a": 3.0, "b": 1.0})), // equal to 3: both on the front
+            rec(5, Status::Ok, json!({"a": 0.5, "b": 0.5})), // dominated
+            rec(6, Status::Infeasible, json!({"a": 100.0, "b": 100.0})), // never on the front
+            rec(7, Status::Ok, json!({"a": 4.0})),           // missing b: worst b, best a
+        ];
+        let rows = rank(
+            &records,
+            &[obj(true, "a")],
+            &[obj(true, "a"), obj(true, "b")],
+        );
+        let mut flags: Vec<(u64, Option<bool>)> =
+            rows.iter().map(|r| (r.rec.point, r.pareto)).collect();
+        flags.sort();
+        assert_eq!(
+            flags,
+            vec![
+                (0, Some(true)),
+                (1, Some(true)),
+                (2, Some(false)),
+                (3, Some(true)),
+                (4, Some(true)),
+                (5, Some(false)),
+                (6, Some(false)),
+                (7, Some(true)),
+            ]
+        );
+        // A minimised objective flips the direction.
+        let ok: Vec<&PointRecord> = records[..2].iter().collect();
+        assert_eq!(
+            pareto_front(&ok, &[obj(false, "a"), obj(true, "b")]),
+            vec![true, false]
+        );
+        assert_eq!(pareto_front(&ok, &[]), vec![false, false]);
+    }
+
+    #[test]
+    fn numbers_are_plain() {
+        let t = |v: Value| cell(Some(&v));
+        assert_eq!(t(json!(1234567)), "1234567");
+        assert_eq!(t(json!(-3)), "-3");
+        assert_eq!(t(json!(0.1)), "0.1");
+        assert_eq!(t(json!(1e21)), "1000000000000000000000");
+        assert_eq!(t(json!(1.5e-7)), "0.00000015");
+        assert_eq!(t(json!(2.0)), "2");
+        assert_eq!(t(json!(1162.7352491641798)), "1162.7352491641798");
+        assert_eq!(t(Value::Null), "");
+        assert_eq!(t(json!("kv_router")), "kv_router");
+        assert_eq!(t(json!(true)), "true");
+    }
+
+    #[test]
+    fn csv_layout() {
+        let mut a = rec(
+            0,
+            Status::Ok,
+            json!({"output_throughput_tok_s": 10.25, "wall_time_ms": 5.0, "processed_tokens_per_s": 1.0, "processed_output_tokens_per_s": 1.0, "mean_ttft_ms": 3}),
+        );
+        a.parameters.insert("num_workers".into(), json!(2));
+        a.parameters
+            .insert("router_mode".into(), json!("kv_router"));
+        let mut b = rec(1, Status::Invalid, Value::Null);
+        b.reason = Some("router_mode kv_router needs more than one worker, \"quoted\"".into());
+        b.parameters.insert("num_workers".into(), json!(1));
+        let records = vec![a, b];
+        let rows = rank(
+            &records,
+            &[obj(true, "output_throughput_tok_s")],
+            &[obj(true, "output_throughput_tok_s")],
+        );
+        let text = String::from_utf8(csv_bytes(
+            &rows,
+            &[
+                "num_workers".into(),
+                "router_mode".into(),
+                "engine.max_num_seqs".into(),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            text,
+            "rank,point,status,feasible,pareto,reason,num_workers,router_mode,engine.max_num_seqs,gpus,mean_ttft_ms,output_throughput_tok_s\n\
+             1,0,ok,true,true,,2,kv_router,,1,3,10.25\n\
+             ,1,invalid,,,\"router_mode kv_router needs more than one worker, \"\"quoted\"\"\",1,,,2,,\n"
+        );
+    }
+
+    #[test]
+    fn json_and_table() {
+        let mut a = rec(0, Status::Ok, json!({"output_throughput_tok_s": 10.25}));
+        a.workload = Some(
+            json!({"kind": "trace", "files": [{"path": "t.jsonl", "sha256": "ab"}], "trace_block_size": 512}),
+        );
+        a.parameters.insert("num_workers".into(), json!(2));
+        let records = vec![a, rec(1, Status::Failed, Value::Null)];
+        let rank_by = [obj(true, "output_throughput_tok_s")];
+        let rows = rank(&records, &rank_by, &rank_by);
+        let meta = Meta {
+            name: "t",
+            spec_text: "seed: 1\n",
+            spec_sha256: "00",
+            points_total: 2,
+            shard: Some((0, 2)),
+            rank_by: &rank_by,
+            pareto: &rank_by,
+            interrupted: false,
+        };
+        let v: Value = serde_json::from_slice(&json_bytes(&rows, &meta)).unwrap();
+        assert_eq!(v["trace_sha256"], "ab");
+        assert_eq!(v["spec"]["seed"], 1);
+        assert_eq!(v["shard"], "0/2");
+        assert_eq!(v["dynosim_version"], DYNOSIM_VERSION);
+        assert_eq!(v["rows"][0]["rank"], 1);
+        assert_eq!(v["rows"][1]["status"], "failed");
+        assert_eq!(v["rows"][1]["rank"], Value::Null);
+        let t = top_table(&rows, &rank_by, &["num_workers".into()], 10);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("rank  point  status  gpus  output_throughput_tok_s  parameters"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("ok*")
+                && lines[1].contains("10.25")
+                && lines[1].ends_with("num_workers=2"),
+            "{t}"
+        );
+        assert_eq!(lines.len(), 3);
+    }
+}

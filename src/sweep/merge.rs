@@ -1,0 +1,233 @@
+//! `dynosim merge`: the union of shard folders (same spec, checked by hash) into one folder with
+//! the leaderboards of all their points. Duplicated points must agree (host-dependent report
+//! fields aside); the merged `leaderboard.csv` is byte-identical to a single whole run's.
+
+use super::record::{
+    read_points, record_line, write_atomic, PointRecord, SweepMeta, DYNOSIM_VERSION, META_FILE,
+    POINTS_FILE, SPEC_FILE,
+};
+use super::runner::write_leaderboards;
+use super::spec::{parse_spec, sha256_hex};
+use super::SweepError;
+use crate::error::InputError;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn input(msg: String) -> SweepError {
+    SweepError::Input(InputError::new(msg))
+}
+
+struct Shard {
+    dir: PathBuf,
+    text: String,
+    sha: String,
+    meta: SweepMeta,
+}
+
+fn read_shard(dir: &Path) -> Result<Shard, SweepError> {
+    let text = std::fs::read_to_string(dir.join(SPEC_FILE)).map_err(|e| {
+        input(format!(
+            "{}: not a sweep output folder (cannot read {SPEC_FILE}: {e})",
+            dir.display()
+        ))
+    })?;
+    let meta_text = std::fs::read_to_string(dir.join(META_FILE)).map_err(|e| {
+        input(format!(
+            "{}: not a sweep output folder (cannot read {META_FILE}: {e})",
+            dir.display()
+        ))
+    })?;
+    let meta: SweepMeta = serde_json::from_str(&meta_text)
+        .map_err(|e| input(format!("{}: {e}", dir.join(META_FILE).display())))?;
+    let sha = sha256_hex(text.as_bytes());
+    if sha != meta.spec_sha256 {
+        return Err(input(format!(
+            "{}: {SPEC_FILE} does not match the spec hash in {META_FILE}",
+            dir.display()
+        )));
+    }
+    Ok(Shard {
+        dir: dir.to_path_buf(),
+        text,
+        sha,
+        meta,
+    })
+}
+
+/// Whether two records of the same point disagree (wall-time fields aside).
+fn conflicts(a: &PointRecord, b: &PointRecord) -> bool {
+    a.hash != b.hash
+        || a.status != b.status
+        || a.reason != b.reason
+        || a.stable_report() != b.stable_report()
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Merges shard folders into `out`; returns the merged records' count and the missing point ids.
+pub(crate) fn merge_dirs(
+    dirs: &[PathBuf],
+    out: &Path,
+    quiet: bool,
+) -> Result<(u64, Vec<u64>), SweepError> {
+    if dirs.is_empty() {
+        return Err(input("merge needs at least one sweep output folder".into()));
+    }
+    let shards: Vec<Shard> = dirs
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<Result<_, _>>()?;
+    let first = &shards[0];
+    for s in &shards[1..] {
+        if s.sha != first.sha {
+            return Err(input(format!(
+                "{} and {} come from different specs (SHA-256 {} vs {})",
+                first.dir.display(),
+                s.dir.display(),
+                &first.sha[..12],
+                &s.sha[..12]
+            )));
+        }
+        if s.meta.dynosim_version != first.meta.dynosim_version {
+            return Err(input(format!(
+                "{} and {} were run by different dynosim versions ({} vs {})",
+                first.dir.display(),
+                s.dir.display(),
+                first.meta.dynosim_version,
+                s.meta.dynosim_version
+            )));
+        }
+    }
+    if first.meta.dynosim_version != DYNOSIM_VERSION {
+        eprintln!(
+            "dynosim: warning: the shards were run by dynosim {}, this is {DYNOSIM_VERSION}",
+            first.meta.dynosim_version
+        );
+    }
+    if let Some(s) = shards.iter().find(|s| same_path(&s.dir, out)) {
+        return Err(input(format!(
+            "merge output {} is one of the input folders ({}); choose another -o",
+            out.display(),
+            s.dir.display()
+        )));
+    }
+    // An existing output folder may only be a previous merge of the same spec.
+    if out.exists() {
+        let is_empty = std::fs::read_dir(out)
+            .map(|mut e| e.next().is_none())
+            .unwrap_or(false);
+        if !is_empty {
+            let previous_merge = read_shard(out)
+                .map(|s| s.sha == first.sha && s.meta.shard.is_none())
+                .unwrap_or(false);
+            if !previous_merge {
+                return Err(input(format!(
+                    "merge output folder {} is not empty (only an earlier merge of the same spec \
+                     may be overwritten)",
+                    out.display()
+                )));
+            }
+        }
+    }
+    // The spec copy is only parsed: its trace paths are not looked at.
+    let spec = parse_spec(&first.text, Path::new(&first.meta.spec_file))?;
+    let total = first.meta.points_total;
+
+    let mut union: BTreeMap<u64, (PointRecord, usize)> = BTreeMap::new();
+    for (i, s) in shards.iter().enumerate() {
+        let f = read_points(&s.dir)
+            .map_err(|e| input(format!("{}: {e}", s.dir.join(POINTS_FILE).display())))?;
+        if f.truncated_tail {
+            eprintln!(
+                "dynosim: warning: {}: ignoring an incomplete last line (the run was killed; finish it with --resume)",
+                s.dir.join(POINTS_FILE).display()
+            );
+        }
+        if !f.bad_lines.is_empty() {
+            eprintln!(
+                "dynosim: warning: {}: ignoring unreadable lines {:?}",
+                s.dir.join(POINTS_FILE).display(),
+                f.bad_lines
+            );
+        }
+        for r in f.records {
+            if r.point >= total {
+                return Err(input(format!(
+                    "{}: point {} is outside the {total}-point grid",
+                    s.dir.join(POINTS_FILE).display(),
+                    r.point
+                )));
+            }
+            match union.get(&r.point) {
+                Some((prev, j)) if conflicts(prev, &r) => {
+                    return Err(input(format!(
+                        "point {} differs between {} and {} (status {} vs {}, hash {} vs {})",
+                        r.point,
+                        shards[*j].dir.display(),
+                        s.dir.display(),
+                        prev.status.as_str(),
+                        r.status.as_str(),
+                        &prev.hash[..prev.hash.len().min(12)],
+                        &r.hash[..r.hash.len().min(12)]
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    union.insert(r.point, (r, i));
+                }
+            }
+        }
+    }
+    let records: Vec<PointRecord> = union.into_values().map(|(r, _)| r).collect();
+    let missing: Vec<u64> = {
+        let mut have = records.iter().map(|r| r.point).peekable();
+        let mut m = Vec::new();
+        for id in 0..total {
+            if have.peek() == Some(&id) {
+                have.next();
+            } else {
+                m.push(id);
+            }
+        }
+        m
+    };
+
+    let io = |e: std::io::Error| SweepError::Io(format!("cannot write to {}: {e}", out.display()));
+    std::fs::create_dir_all(out).map_err(io)?;
+    write_atomic(&out.join(SPEC_FILE), first.text.as_bytes()).map_err(io)?;
+    let meta = SweepMeta {
+        shard: None,
+        ..first.meta.clone()
+    };
+    write_atomic(
+        &out.join(META_FILE),
+        &serde_json::to_vec_pretty(&meta).unwrap_or_default(),
+    )
+    .map_err(io)?;
+    let lines: Vec<u8> = records.iter().flat_map(record_line).collect();
+    write_atomic(&out.join(POINTS_FILE), &lines).map_err(io)?;
+    write_leaderboards(out, &spec, total, None, &records, false, quiet)?;
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(|m| m.to_string()).collect();
+        eprintln!(
+            "dynosim: warning: {} of {total} points are missing from the merged folders: {}{}",
+            missing.len(),
+            shown.join(", "),
+            if missing.len() > 10 { ", ..." } else { "" }
+        );
+    }
+    if !quiet {
+        println!(
+            "merged {} of {total} points from {} folders into {}",
+            records.len(),
+            shards.len(),
+            out.display()
+        );
+    }
+    Ok((records.len() as u64, missing))
+}

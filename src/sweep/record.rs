@@ -1,0 +1,391 @@
+//! What one finished point leaves behind ([`PointRecord`]), its configuration hash, and the
+//! files of an output folder: `points.jsonl` (appended one complete line at a time, read back
+//! tolerating a line cut short by a kill), `spec.yaml`, `sweep.json`, atomic writes.
+
+use super::resolve::{canonical_json, ResolvedPoint, WorkloadSource};
+use super::spec::sha256_hex;
+use crate::config::SimConfig;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The version written into hashes and leaderboards.
+pub const DYNOSIM_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub const POINTS_FILE: &str = "points.jsonl";
+pub const SPEC_FILE: &str = "spec.yaml";
+pub const META_FILE: &str = "sweep.json";
+pub const CSV_FILE: &str = "leaderboard.csv";
+pub const JSON_FILE: &str = "leaderboard.json";
+
+/// Outcome of one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Simulated and within every `require` bound.
+    Ok,
+    /// Simulated, outside a `require` bound.
+    Infeasible,
+    /// Outside `constraints` (not simulated).
+    Skipped,
+    /// A configuration DynoSim would refuse (not simulated).
+    Invalid,
+    /// The simulation returned an error or panicked.
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Infeasible => "infeasible",
+            Status::Skipped => "skipped",
+            Status::Invalid => "invalid",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// Whether the point was simulated to the end (has a report).
+    pub fn ran(self) -> bool {
+        matches!(self, Status::Ok | Status::Infeasible)
+    }
+}
+
+/// One line of `points.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointRecord {
+    pub point: u64,
+    /// SHA-256 of the canonical JSON of the resolved configuration and workload identity.
+    pub hash: String,
+    pub status: Status,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The parameters the grid sets for this point.
+    #[serde(default)]
+    pub parameters: Map<String, Value>,
+    #[serde(default)]
+    pub gpus: Option<u64>,
+    /// The resolved `SimConfig`.
+    #[serde(default)]
+    pub configuration: Option<Value>,
+    /// What workload was replayed (trace files with SHA-256, or the synthetic spec).
+    #[serde(default)]
+    pub workload: Option<Value>,
+    /// The full report (DynoSim's keys plus `output_throughput_tok_s_per_gpu`).
+    #[serde(default)]
+    pub report: Option<Map<String, Value>>,
+}
+
+impl PointRecord {
+    /// A record for a resolved point, without outcome yet.
+    pub fn new(
+        p: &ResolvedPoint,
+        identity: &Value,
+        status: Status,
+        reason: Option<String>,
+    ) -> Self {
+        PointRecord {
+            point: p.id,
+            hash: config_hash(&p.config, identity),
+            status,
+            reason,
+            parameters: p.params.iter().cloned().collect(),
+            gpus: Some(p.gpus),
+            configuration: serde_json::to_value(&p.config).ok(),
+            workload: Some(identity.clone()),
+            report: None,
+        }
+    }
+
+    /// Value of a metric for ranking: `gpus`, or a report key (non-finite values count as
+    /// missing).
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        let v = if key == "gpus" {
+            self.gpus.map(|g| g as f64)
+        } else {
+            self.report.as_ref()?.get(key)?.as_f64()
+        };
+        v.filter(|x| x.is_finite())
+    }
+
+    /// The report with host-dependent keys removed (for comparing two runs of one point).
+    pub fn stable_report(&self) -> Option<Map<String, Value>> {
+        self.report.as_ref().map(|r| {
+            r.iter()
+                .filter(|(k, _)| !super::spec::HOST_DEPENDENT_METRICS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+    }
+}
+
+/// The identity of a point's workload: trace files with their SHA-256 (given by `trace_sha`),
+/// or the synthetic spec with the block size it was generated for.
+pub fn workload_identity(src: &WorkloadSource, trace_sha: impl Fn(&Path) -> String) -> Value {
+    match src {
+        WorkloadSource::Trace {
+            files,
+            paths,
+            trace_block_size,
+        } => json!({
+            "kind": "trace",
+            "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
+            "trace_block_size": trace_block_size,
+        }),
+        WorkloadSource::Synthetic { spec, block_size } => json!({
+            "kind": "synthetic",
+            "synthetic": spec,
+            "block_size": block_size,
+        }),
+    }
+}
+
+/// Stable hash of a point's configuration: SHA-256 of the canonical JSON of the resolved
+/// `SimConfig`, the workload identity (trace content, not its path) and the dynosim version.
+pub fn config_hash(config: &SimConfig, identity: &Value) -> String {
+    let mut identity = identity.clone();
+    if let Some(Value::Array(files)) = identity.get_mut("files") {
+        for f in files {
+            if let Some(o) = f.as_object_mut() {
+                o.remove("path");
+            }
+        }
+    }
+    let doc = json!({
+        "dynosim": DYNOSIM_VERSION,
+        "configuration": serde_json::to_value(config).unwrap_or(Value::Null),
+        "workload": identity,
+    });
+    sha256_hex(canonical_json(&doc).as_bytes())
+}
+
+/// SHA-256 of a file's bytes (streamed).
+pub fn file_sha256(path: &Path) -> io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut f = File::open(path)?;
+    let mut h = Sha256::new();
+    io::copy(&mut f, &mut h)?;
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes a file through a temporary name in the same folder, then renames it into place.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// What reading `points.jsonl` found.
+#[derive(Debug, Default)]
+pub struct PointsFile {
+    pub records: Vec<PointRecord>,
+    /// A last line without its newline (cut short by a kill): ignored.
+    pub truncated_tail: bool,
+    /// Complete lines that did not parse: ignored.
+    pub bad_lines: Vec<usize>,
+}
+
+/// Parses `points.jsonl` text: complete lines only.
+pub fn parse_points(text: &str) -> PointsFile {
+    let mut out = PointsFile::default();
+    let mut rest = text;
+    let mut line_no = 0;
+    while !rest.is_empty() {
+        line_no += 1;
+        let Some(end) = rest.find('\n') else {
+            out.truncated_tail = true;
+            break;
+        };
+        let line = rest[..end].trim();
+        rest = &rest[end + 1..];
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<PointRecord>(line) {
+            Ok(r) => out.records.push(r),
+            Err(_) => out.bad_lines.push(line_no),
+        }
+    }
+    out
+}
+
+/// Reads `points.jsonl` of a folder (missing file = no records).
+pub fn read_points(dir: &Path) -> io::Result<PointsFile> {
+    let path = dir.join(POINTS_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(parse_points(&String::from_utf8_lossy(&bytes))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(PointsFile::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// One JSON line (with its newline) for a record.
+pub fn record_line(r: &PointRecord) -> Vec<u8> {
+    let mut line = serde_json::to_vec(r).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Appends records to `points.jsonl`, one complete line per write, from many threads.
+pub struct PointsWriter {
+    file: Mutex<File>,
+    pub path: PathBuf,
+}
+
+impl PointsWriter {
+    /// Opens for appending (creating the file).
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(PointsWriter {
+            file: Mutex::new(file),
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn append(&self, r: &PointRecord) -> io::Result<()> {
+        let line = record_line(r);
+        let mut f = self.file.lock();
+        f.write_all(&line)?;
+        f.flush()
+    }
+}
+
+/// `sweep.json`: what a folder holds, for `--resume` and `merge`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepMeta {
+    pub name: String,
+    pub spec_file: String,
+    pub spec_sha256: String,
+    pub dynosim_version: String,
+    pub points_total: u64,
+    /// `[K, N]` for a shard.
+    pub shard: Option<[u32; 2]>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LoadSpec, RouterConfig, RouterMode, Sla, Topology};
+
+    fn rec(point: u64) -> PointRecord {
+        PointRecord {
+            point,
+            hash: format!("h{point}"),
+            status: Status::Ok,
+            reason: None,
+            parameters: Map::new(),
+            gpus: Some(2),
+            configuration: None,
+            workload: None,
+            report: Some(
+                serde_json::from_str(r#"{"output_throughput_tok_s": 10.5, "wall_time_ms": 3, "completed_requests": 7}"#)
+                    .unwrap(),
+            ),
+        }
+    }
+
+    #[test]
+    fn truncated_last_line_is_ignored() {
+        let mut text = String::new();
+        for i in 0..3 {
+            text.push_str(&String::from_utf8(record_line(&rec(i))).unwrap());
+        }
+        let full = parse_points(&text);
+        assert_eq!(full.records.len(), 3);
+        assert!(!full.truncated_tail);
+        // A kill in the middle of the 4th line.
+        let line = String::from_utf8(record_line(&rec(3))).unwrap();
+        text.push_str(&line[..line.len() / 2]);
+        let cut = parse_points(&text);
+        assert_eq!(cut.records, full.records);
+        assert!(cut.truncated_tail);
+        assert!(cut.bad_lines.is_empty());
+        // A garbled complete line is reported, the rest kept.
+        let garbled = format!(
+            "{}not json\n{}",
+            &text[..text.find('\n').unwrap() + 1],
+            String::from_utf8(record_line(&rec(9))).unwrap()
+        );
+        let g = parse_points(&garbled);
+        assert_eq!(
+            g.records.iter().map(|r| r.point).collect::<Vec<_>>(),
+            vec![0, 9]
+        );
+        assert_eq!(g.bad_lines, vec![2]);
+    }
+
+    #[test]
+    fn records_round_trip_exactly() {
+        let mut r = rec(4);
+        r.report
+            .as_mut()
+            .unwrap()
+            .insert("x".into(), json!(0.1 + 0.2));
+        let back: PointRecord = serde_json::from_slice(&record_line(&r)).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.metric("x"), Some(0.1 + 0.2));
+        assert_eq!(back.metric("gpus"), Some(2.0));
+        assert_eq!(back.metric("missing"), None);
+        assert!(!back.stable_report().unwrap().contains_key("wall_time_ms"));
+    }
+
+    #[test]
+    fn hash_is_stable_and_ignores_trace_paths() {
+        let cfg = SimConfig {
+            topology: Topology::Aggregated {
+                num_workers: 2,
+                engine: Default::default(),
+            },
+            router_mode: RouterMode::RoundRobin,
+            router: RouterConfig::default(),
+            load: LoadSpec::default(),
+            max_sim_time_ms: None,
+            sla: Sla::default(),
+            seed: 1,
+            record_requests: false,
+        };
+        let a = json!({"kind": "trace", "files": [{"path": "a.jsonl", "sha256": "00"}], "trace_block_size": 512});
+        let b = json!({"kind": "trace", "files": [{"path": "../b.jsonl", "sha256": "00"}], "trace_block_size": 512});
+        let c = json!({"kind": "trace", "files": [{"path": "a.jsonl", "sha256": "01"}], "trace_block_size": 512});
+        assert_eq!(config_hash(&cfg, &a), config_hash(&cfg, &a));
+        assert_eq!(config_hash(&cfg, &a), config_hash(&cfg, &b));
+        assert_ne!(config_hash(&cfg, &a), config_hash(&cfg, &c));
+        let mut cfg2 = cfg.clone();
+        cfg2.seed = 2;
+        assert_ne!(config_hash(&cfg, &a), config_hash(&cfg2, &a));
+        assert_eq!(config_hash(&cfg, &a).len(), 64);
+    }
+
+    #[test]
+    fn writer_appends_whole_lines_from_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = PointsWriter::open(&dir.path().join(POINTS_FILE)).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let w = &w;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        w.append(&rec(t * 100 + i)).unwrap();
+                    }
+                });
+            }
+        });
+        let f = read_points(dir.path()).unwrap();
+        assert_eq!(f.records.len(), 100);
+        assert!(f.bad_lines.is_empty() && !f.truncated_tail);
+        write_atomic(&dir.path().join("x.txt"), b"hello").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("x.txt")).unwrap(), b"hello");
+        assert!(!dir.path().join(".x.txt.tmp").exists());
+    }
+}

@@ -1,0 +1,789 @@
+//! One point of the grid -> its deployment ([`SimConfig`]), the workload it replays and whether
+//! it can run.
+//!
+//! A point's configuration is built the way `dynosim run` builds it from its flags: engine JSON
+//! through `parse_engine_args` (defaults merged with the JSON), router JSON through
+//! `parse_router_config`, the workload keys checked by the rules of `dynosim run` (spec §1.2),
+//! `LoadSpec` from `arrival_speedup_ratio`/`replay_concurrency`, `Sla` from `slo`, one seed.
+//!
+//! Errors split in two: an engine/router JSON the parsers refuse or a workload `dynosim run`
+//! would refuse is a spec error (the whole sweep stops before running); a topology DynoSim would
+//! refuse (kv_router on one target, disaggregated pools that do not match, ...) only makes the
+//! point `invalid`.
+
+use super::spec::{Mode, Param, Pool, Spec};
+use crate::config::engine_args::parse_engine_args;
+use crate::config::router_config::parse_router_config;
+use crate::config::{
+    EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
+};
+use crate::error::InputError;
+use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Default `trace_block_size` (DynoSim: none -> 512).
+pub const DEFAULT_TRACE_BLOCK_SIZE: u32 = 512;
+/// Default `arrival_seed` of synthetic workloads.
+pub const DEFAULT_ARRIVAL_SEED: u64 = 42;
+
+/// Whether a point runs, and why not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Run,
+    /// A configuration DynoSim would refuse.
+    Invalid(String),
+    /// Outside `constraints`.
+    Skipped(String),
+}
+
+/// The workload a point replays: what to load (once per distinct value).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadSource {
+    Trace {
+        /// As written in the spec (relative to the spec's folder).
+        files: Vec<String>,
+        /// Resolved against the spec's folder.
+        paths: Vec<PathBuf>,
+        trace_block_size: u32,
+    },
+    Synthetic {
+        spec: SyntheticSpec,
+        /// Hash-id block size of the workload path (the engine's; the prefill pool's when
+        /// disaggregated).
+        block_size: u32,
+    },
+}
+
+impl WorkloadSource {
+    /// A key identifying the loaded workload (equal keys = same `Workload`).
+    pub fn cache_key(&self) -> String {
+        match self {
+            WorkloadSource::Trace {
+                paths,
+                trace_block_size,
+                ..
+            } => format!("trace {paths:?} {trace_block_size}"),
+            WorkloadSource::Synthetic { spec, block_size } => format!(
+                "synthetic {} {block_size}",
+                serde_json::to_string(spec).unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// A point with everything needed to run it.
+#[derive(Debug, Clone)]
+pub struct ResolvedPoint {
+    pub id: u64,
+    /// The parameters the grid sets for this point: (path, value), in written order.
+    pub params: Vec<(String, Value)>,
+    pub config: SimConfig,
+    pub workload: WorkloadSource,
+    pub gpus: u64,
+    pub verdict: Verdict,
+}
+
+/// Sets `keys` (a dotted path) in a JSON object, creating nested objects on the way.
+pub fn set_path(obj: &mut Map<String, Value>, keys: &[String], v: Value) {
+    let Some((last, parents)) = keys.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for k in parents {
+        let slot = cur
+            .entry(k.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        cur = match slot {
+            Value::Object(m) => m,
+            _ => unreachable!("just made an object"),
+        };
+    }
+    cur.insert(last.clone(), v);
+}
+
+/// Deep-merges `over` into `base` (objects merge key by key; anything else replaces).
+pub fn merge_over(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge_over(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// JSON text with object keys sorted at every level: the canonical form that is hashed.
+pub fn canonical_json(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&m[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut s = String::new();
+    write(v, &mut s);
+    s
+}
+
+/// Text of a parameter value for tables and the CSV (strings unquoted).
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => super::leaderboard::number_text(n),
+        other => other.to_string(),
+    }
+}
+
+/// Resolves points of one spec, caching parsed engine and router JSON (grids repeat them).
+pub struct Resolver<'s> {
+    spec: &'s Spec,
+    engines: HashMap<String, Result<EngineArgs, InputError>>,
+    routers: HashMap<String, Result<RouterConfig, InputError>>,
+}
+
+fn u32_of(w: &Map<String, Value>, key: &str) -> Option<u32> {
+    w.get(key).and_then(Value::as_u64).map(|n| n as u32)
+}
+
+fn f64_of(w: &Map<String, Value>, key: &str) -> Option<f64> {
+    w.get(key).and_then(Value::as_f64)
+}
+
+fn has(w: &Map<String, Value>, key: &str) -> bool {
+    w.get(key).is_some_and(|v| !v.is_null())
+}
+
+/// What `dynosim run` does with the workload flags (spec §1.2 rules 1-4, 6, 13, 14): the source
+/// to load and the per-point load shaping. `block_size` is the engine block size of the point.
+pub fn workload_of(
+    spec: &Spec,
+    w: &Map<String, Value>,
+    block_size: u32,
+) -> Result<(WorkloadSource, LoadSpec, Option<f64>), String> {
+    let turns = u32_of(w, "turns_per_session").unwrap_or(1);
+    let ratio = f64_of(w, "shared_prefix_ratio").unwrap_or(0.0);
+    let groups = u32_of(w, "num_prefix_groups").unwrap_or(0);
+    let delay = f64_of(w, "inter_turn_delay_ms").unwrap_or(0.0);
+    let synthetic = ["input_tokens", "output_tokens", "request_count"]
+        .iter()
+        .any(|k| has(w, k))
+        || turns != 1
+        || ratio != 0.0
+        || groups != 0
+        || delay != 0.0;
+    let load = LoadSpec {
+        arrival_speedup_ratio: f64_of(w, "arrival_speedup_ratio").unwrap_or(1.0),
+        replay_concurrency: u32_of(w, "replay_concurrency"),
+    };
+    let max_sim_time_ms = f64_of(w, "max_sim_time_seconds").map(|s| s * 1000.0);
+    let loads: Vec<&str> = ["replay_concurrency", "request_rate", "arrival_interval_ms"]
+        .into_iter()
+        .filter(|k| has(w, k))
+        .collect();
+    match (w.get("trace").filter(|v| !v.is_null()), synthetic) {
+        (Some(_), true) => Err("workload: use either `trace` or a synthetic workload \
+                                (input_tokens, output_tokens, request_count, ...), not both"
+            .into()),
+        (None, false) => Err(
+            "workload: needs `trace`, or a synthetic workload (input_tokens, \
+                              output_tokens, request_count and one of replay_concurrency | \
+                              request_rate | arrival_interval_ms)"
+                .into(),
+        ),
+        (Some(t), false) => {
+            if let Some(k) = ["request_rate", "arrival_interval_ms"]
+                .iter()
+                .find(|k| has(w, k))
+            {
+                return Err(format!(
+                    "workload.{k} is only for synthetic workloads: a trace's arrivals come from \
+                     its timestamps (use arrival_speedup_ratio or replay_concurrency)"
+                ));
+            }
+            let files: Vec<String> = match t {
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect(),
+                other => other.as_str().map(str::to_string).into_iter().collect(),
+            };
+            if files.len() != 1 {
+                return Err(format!(
+                    "workload.trace: {} trace files given, but the mooncake trace format reads \
+                     exactly one file",
+                    files.len()
+                ));
+            }
+            let paths = files.iter().map(|f| spec.dir.join(f)).collect();
+            Ok((
+                WorkloadSource::Trace {
+                    files,
+                    paths,
+                    trace_block_size: u32_of(w, "trace_block_size")
+                        .unwrap_or(DEFAULT_TRACE_BLOCK_SIZE),
+                },
+                load,
+                max_sim_time_ms,
+            ))
+        }
+        (None, true) => {
+            let missing: Vec<&str> = ["input_tokens", "output_tokens", "request_count"]
+                .into_iter()
+                .filter(|k| !has(w, k))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "workload: a synthetic workload needs input_tokens, output_tokens and \
+                     request_count (missing: {})",
+                    missing.join(", ")
+                ));
+            }
+            if loads.len() != 1 {
+                let found = if loads.is_empty() {
+                    "none".to_string()
+                } else {
+                    loads.join(", ")
+                };
+                return Err(format!(
+                    "workload: a synthetic workload needs exactly one of replay_concurrency, \
+                     request_rate, arrival_interval_ms (found: {found})"
+                ));
+            }
+            if has(w, "max_sim_time_seconds") {
+                return Err("workload.max_sim_time_seconds is only for trace workloads".into());
+            }
+            let arrival = match loads[0] {
+                "replay_concurrency" => SyntheticArrival::ClosedLoop,
+                "request_rate" => {
+                    SyntheticArrival::PoissonRate(f64_of(w, "request_rate").unwrap_or(1.0))
+                }
+                _ => SyntheticArrival::IntervalMs(f64_of(w, "arrival_interval_ms").unwrap_or(0.0)),
+            };
+            let s = SyntheticSpec {
+                input_tokens: u32_of(w, "input_tokens").unwrap_or(1),
+                output_tokens: u32_of(w, "output_tokens").unwrap_or(1),
+                request_count: u32_of(w, "request_count").unwrap_or(1),
+                arrival,
+                arrival_seed: w
+                    .get("arrival_seed")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(DEFAULT_ARRIVAL_SEED),
+                turns_per_session: turns,
+                shared_prefix_ratio: ratio,
+                num_prefix_groups: groups,
+                inter_turn_delay_ms: delay,
+            };
+            Ok((
+                WorkloadSource::Synthetic {
+                    spec: s,
+                    block_size,
+                },
+                load,
+                None,
+            ))
+        }
+    }
+}
+
+impl<'s> Resolver<'s> {
+    pub fn new(spec: &'s Spec) -> Self {
+        Resolver {
+            spec,
+            engines: HashMap::new(),
+            routers: HashMap::new(),
+        }
+    }
+
+    fn engine(&mut self, obj: &Map<String, Value>, origin: &str) -> Result<EngineArgs, InputError> {
+        let v = Value::Object(obj.clone());
+        let key = format!("{origin}\n{}", canonical_json(&v));
+        self.engines
+            .entry(key)
+            .or_insert_with(|| parse_engine_args(&v, origin))
+            .clone()
+    }
+
+    fn router(&mut self, obj: &Map<String, Value>) -> Result<RouterConfig, InputError> {
+        let v = Value::Object(obj.clone());
+        self.routers
+            .entry(canonical_json(&v))
+            .or_insert_with(|| parse_router_config(&v, "router"))
+            .clone()
+    }
+
+    /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
+    pub fn resolve(&mut self, id: u64) -> Result<ResolvedPoint, InputError> {
+        let spec = self.spec;
+        let assigned = spec.point_params(id as u128);
+        let params: Vec<(String, Value)> = assigned
+            .iter()
+            .map(|(p, v)| (p.path.clone(), (*v).clone()))
+            .collect();
+        let point_err = |msg: &str| {
+            let shown: Vec<String> = params
+                .iter()
+                .map(|(k, v)| format!("{k}={}", value_text(v)))
+                .collect();
+            let at = if shown.is_empty() {
+                format!("point {id}")
+            } else {
+                format!("point {id} ({})", shown.join(" "))
+            };
+            InputError::new(format!("{}: {at}: {msg}", spec.file.display()))
+        };
+
+        let mut mode = spec.mode;
+        let mut num_workers = spec.num_workers;
+        let mut num_prefill = spec.num_prefill_workers;
+        let mut num_decode = spec.num_decode_workers;
+        let mut router_mode = spec.router_mode;
+        let mut seed = spec.seed;
+        let mut engine = spec.engine.clone();
+        let mut prefill = spec.prefill_engine.clone();
+        let mut decode = spec.decode_engine.clone();
+        let mut router = spec.router.clone();
+        let mut workload = spec.workload.clone();
+        for (p, v) in &assigned {
+            let n = v.as_u64().unwrap_or(1);
+            match &p.param {
+                Param::Mode => {
+                    mode = if v.as_str() == Some("disaggregated") {
+                        Mode::Disaggregated
+                    } else {
+                        Mode::Aggregated
+                    }
+                }
+                Param::NumWorkers => num_workers = n as u32,
+                Param::NumPrefillWorkers => num_prefill = n as u32,
+                Param::NumDecodeWorkers => num_decode = n as u32,
+                Param::RouterMode => {
+                    router_mode = if v.as_str() == Some("kv_router") {
+                        RouterMode::KvRouter
+                    } else {
+                        RouterMode::RoundRobin
+                    }
+                }
+                Param::Seed => seed = n,
+                Param::Engine(pool, keys) => {
+                    let target = match pool {
+                        Pool::Base => &mut engine,
+                        Pool::Prefill => &mut prefill,
+                        Pool::Decode => &mut decode,
+                    };
+                    set_path(target, keys, (*v).clone());
+                }
+                Param::Router(keys) => set_path(&mut router, keys, (*v).clone()),
+                Param::Workload(k) => {
+                    if v.is_null() {
+                        workload.remove(*k);
+                    } else {
+                        workload.insert(k.to_string(), (*v).clone());
+                    }
+                }
+            }
+        }
+
+        let mut problems: Vec<String> = Vec::new();
+        let topology = match mode {
+            Mode::Aggregated => {
+                let args = self
+                    .engine(&engine, "engine")
+                    .map_err(|e| point_err(&e.0))?;
+                if num_prefill != 1 || num_decode != 1 {
+                    problems.push(
+                        "num_prefill_workers and num_decode_workers are only used in \
+                         disaggregated mode (use num_workers)"
+                            .into(),
+                    );
+                }
+                if args.worker_type != WorkerType::Aggregated {
+                    problems.push(format!(
+                        "aggregated mode needs engine worker_type aggregated (got {})",
+                        worker_type_name(args.worker_type)
+                    ));
+                }
+                if router_mode == RouterMode::KvRouter
+                    && num_workers as u64 * args.dp_size as u64 <= 1
+                {
+                    problems.push(
+                        "router_mode kv_router needs more than one worker/DP-rank target \
+                         (num_workers x dp_size = 1)"
+                            .into(),
+                    );
+                }
+                Topology::Aggregated {
+                    num_workers,
+                    engine: args,
+                }
+            }
+            Mode::Disaggregated => {
+                let pool_args = |pool: &Map<String, Value>, role: &str| {
+                    // The base engine's role keys describe aggregated workers: a pool takes
+                    // its role from its own object, else gets it set automatically.
+                    let role_keys = ["worker_type", "is_prefill", "is_decode"];
+                    let mut obj = engine.clone();
+                    obj.retain(|k, _| !role_keys.contains(&k.as_str()));
+                    merge_over(&mut obj, pool);
+                    if !role_keys.iter().any(|k| pool.contains_key(*k)) {
+                        obj.insert("worker_type".into(), Value::String(role.into()));
+                    }
+                    obj
+                };
+                let p_obj = pool_args(&prefill, "prefill");
+                let d_obj = pool_args(&decode, "decode");
+                let p_args = self
+                    .engine(&p_obj, "prefill_engine (merged over engine)")
+                    .map_err(|e| point_err(&e.0))?;
+                let d_args = self
+                    .engine(&d_obj, "decode_engine (merged over engine)")
+                    .map_err(|e| point_err(&e.0))?;
+                if num_workers != 1 {
+                    problems.push(
+                        "num_workers is only used in aggregated mode (use num_prefill_workers \
+                         and num_decode_workers)"
+                            .into(),
+                    );
+                }
+                if p_args.worker_type != WorkerType::Prefill {
+                    problems.push(format!(
+                        "the prefill pool needs worker_type prefill (got {})",
+                        worker_type_name(p_args.worker_type)
+                    ));
+                }
+                if d_args.worker_type != WorkerType::Decode {
+                    problems.push(format!(
+                        "the decode pool needs worker_type decode (got {})",
+                        worker_type_name(d_args.worker_type)
+                    ));
+                }
+                if p_args.dp_size != 1 || d_args.dp_size != 1 {
+                    problems.push(format!(
+                        "disaggregated mode needs dp_size 1 on both pools (prefill {}, decode {})",
+                        p_args.dp_size, d_args.dp_size
+                    ));
+                }
+                if p_args.block_size != d_args.block_size {
+                    problems.push(format!(
+                        "disaggregated mode needs the same block_size on both pools (prefill {}, \
+                         decode {})",
+                        p_args.block_size, d_args.block_size
+                    ));
+                }
+                Topology::Disaggregated {
+                    num_prefill_workers: num_prefill,
+                    prefill: p_args,
+                    num_decode_workers: num_decode,
+                    decode: d_args,
+                }
+            }
+        };
+        let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
+        let (source, load, max_sim_time_ms) =
+            workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;
+        let gpus = topology.gpus();
+        let verdict = if !problems.is_empty() {
+            Verdict::Invalid(problems.join("; "))
+        } else {
+            match spec.max_gpus {
+                Some(max) if gpus > max => Verdict::Skipped(format!(
+                    "needs {gpus} GPUs, above constraints.max_gpus {max}"
+                )),
+                _ => Verdict::Run,
+            }
+        };
+        Ok(ResolvedPoint {
+            id,
+            params,
+            config: SimConfig {
+                topology,
+                router_mode,
+                router: router_cfg,
+                load,
+                max_sim_time_ms,
+                sla: spec.sla,
+                seed,
+                record_requests: false,
+            },
+            workload: source,
+            gpus,
+            verdict,
+        })
+    }
+}
+
+fn worker_type_name(t: WorkerType) -> &'static str {
+    match t {
+        WorkerType::Aggregated => "aggregated",
+        WorkerType::Prefill => "prefill",
+        WorkerType::Decode => "decode",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::parse_spec;
+    use super::*;
+    use std::path::Path;
+
+    const SYN: &str =
+        "workload: {input_tokens: 100, output_tokens: 10, request_count: 5, request_rate: 2}\n";
+
+    fn spec(text: &str) -> Spec {
+        parse_spec(text, Path::new("dir/s.yaml")).unwrap()
+    }
+
+    fn resolve_all(text: &str) -> Result<Vec<ResolvedPoint>, String> {
+        let s = spec(text);
+        let n = s.grid_size().unwrap() as u64;
+        let mut r = Resolver::new(&s);
+        (0..n).map(|i| r.resolve(i).map_err(|e| e.0)).collect()
+    }
+
+    #[test]
+    fn base_point_matches_run_defaults() {
+        let pts = resolve_all(SYN).unwrap();
+        assert_eq!(pts.len(), 1);
+        let c = &pts[0].config;
+        assert_eq!(
+            c.topology,
+            Topology::Aggregated {
+                num_workers: 1,
+                engine: EngineArgs::default()
+            }
+        );
+        assert_eq!(c.router, RouterConfig::default());
+        assert_eq!(c.router_mode, RouterMode::RoundRobin);
+        assert_eq!(c.load, LoadSpec::default());
+        assert_eq!(c.seed, super::super::spec::DEFAULT_SEED);
+        assert!(!c.sla.is_set());
+        assert_eq!(c.max_sim_time_ms, None);
+        assert_eq!(pts[0].gpus, 1);
+        assert_eq!(pts[0].verdict, Verdict::Run);
+        assert_eq!(
+            pts[0].workload,
+            WorkloadSource::Synthetic {
+                spec: SyntheticSpec {
+                    input_tokens: 100,
+                    output_tokens: 10,
+                    request_count: 5,
+                    arrival: SyntheticArrival::PoissonRate(2.0),
+                    arrival_seed: 42,
+                    turns_per_session: 1,
+                    shared_prefix_ratio: 0.0,
+                    num_prefix_groups: 0,
+                    inter_turn_delay_ms: 0.0,
+                },
+                block_size: 64,
+            }
+        );
+    }
+
+    #[test]
+    fn engine_router_and_load_parameters_reach_the_config() {
+        let text = format!(
+            "{SYN}seed: 7\nengine: {{block_size: 32}}\nrouter: {{router_temperature: 0.5}}\nslo: {{ttft_ms: 100}}\n\
+             grid:\n  engine.max_num_seqs: [8, null]\n  router.overlap_score_weight: [0]\n  workload.arrival_speedup_ratio: [3]\n"
+        );
+        let pts = resolve_all(&text).unwrap();
+        let Topology::Aggregated { engine, .. } = &pts[0].config.topology else {
+            panic!()
+        };
+        assert_eq!(engine.block_size, 32);
+        assert_eq!(engine.max_num_seqs, Some(8));
+        let Topology::Aggregated { engine, .. } = &pts[1].config.topology else {
+            panic!()
+        };
+        assert_eq!(engine.max_num_seqs, None);
+        assert_eq!(pts[0].config.router.router_temperature, 0.5);
+        assert_eq!(pts[0].config.router.overlap_score_credit, 0.0);
+        assert_eq!(pts[0].config.load.arrival_speedup_ratio, 3.0);
+        assert_eq!(pts[0].config.seed, 7);
+        assert_eq!(pts[0].config.sla.ttft_ms, Some(100.0));
+        // The synthetic workload path hashes with the engine block size.
+        assert!(matches!(
+            pts[0].workload,
+            WorkloadSource::Synthetic { block_size: 32, .. }
+        ));
+    }
+
+    #[test]
+    fn disaggregated_pools_get_worker_types_and_merge_over_engine() {
+        let text = format!(
+            "{SYN}engine: {{block_size: 16, max_num_seqs: 4}}\nprefill_engine: {{max_num_seqs: 2}}\n\
+             grid:\n  topology:\n    - {{mode: disaggregated, num_prefill_workers: [2], num_decode_workers: [3]}}\n"
+        );
+        let pts = resolve_all(&text).unwrap();
+        let Topology::Disaggregated {
+            num_prefill_workers,
+            prefill,
+            num_decode_workers,
+            decode,
+        } = &pts[0].config.topology
+        else {
+            panic!()
+        };
+        assert_eq!((*num_prefill_workers, *num_decode_workers), (2, 3));
+        assert_eq!(prefill.worker_type, WorkerType::Prefill);
+        assert_eq!(decode.worker_type, WorkerType::Decode);
+        assert_eq!(prefill.max_num_seqs, Some(2));
+        assert_eq!(decode.max_num_seqs, Some(4));
+        assert_eq!(prefill.block_size, 16);
+        assert_eq!(pts[0].gpus, 5);
+        assert_eq!(pts[0].verdict, Verdict::Run);
+    }
+
+    #[test]
+    fn invalid_points_carry_the_reason() {
+        let text = format!(
+            "{SYN}grid:\n  topology:\n    - {{num_workers: [1, 2]}}\n    - {{mode: disaggregated, decode_engine.block_size: [64, 32]}}\n    - {{engine.worker_type: prefill}}\n  router_mode: [round_robin, kv_router]\n"
+        );
+        let pts = resolve_all(&text).unwrap();
+        let verdicts: Vec<String> = pts
+            .iter()
+            .map(|p| match &p.verdict {
+                Verdict::Run => "run".to_string(),
+                Verdict::Invalid(r) => format!("invalid: {r}"),
+                Verdict::Skipped(r) => format!("skipped: {r}"),
+            })
+            .collect();
+        assert_eq!(verdicts[0], "run");
+        assert!(
+            verdicts[1].contains("kv_router needs more than one worker"),
+            "{}",
+            verdicts[1]
+        );
+        assert_eq!(verdicts[2], "run");
+        assert_eq!(verdicts[3], "run");
+        assert_eq!(verdicts[4], "run"); // disagg, equal block sizes, round robin
+        assert_eq!(verdicts[5], "run"); // disagg with kv_router: not enforced by 1.4.2
+        assert!(verdicts[6].contains("same block_size"), "{}", verdicts[6]);
+        assert!(
+            verdicts[8].contains("worker_type aggregated"),
+            "{}",
+            verdicts[8]
+        );
+    }
+
+    #[test]
+    fn dp_size_counts_gpus_and_kv_targets() {
+        let text = format!(
+            "{SYN}router_mode: kv_router\nconstraints: {{max_gpus: 4}}\ngrid:\n  engine.dp_size: [2, 8]\n"
+        );
+        let pts = resolve_all(&text).unwrap();
+        assert_eq!(pts[0].gpus, 2);
+        assert_eq!(pts[0].verdict, Verdict::Run); // 1 worker x 2 DP ranks: kv_router is fine
+        assert_eq!(pts[1].gpus, 8);
+        assert!(matches!(&pts[1].verdict, Verdict::Skipped(r) if r.contains("needs 8 GPUs")));
+    }
+
+    #[test]
+    fn unknown_engine_key_inside_an_axis_is_a_spec_error() {
+        let e = resolve_all(&format!("{SYN}grid:\n  engine.max_num_seq: [1, 2]\n")).unwrap_err();
+        assert!(e.contains("point 0") && e.contains("max_num_seq"), "{e}");
+        let e = resolve_all(&format!("{SYN}grid:\n  router.overlap_weight: [1]\n")).unwrap_err();
+        assert!(e.contains("overlap_weight"), "{e}");
+    }
+
+    #[test]
+    fn workload_rules_of_dynosim_run() {
+        let cases = [
+            ("workload: {input_tokens: 1, output_tokens: 1, request_count: 1}\n", "exactly one of"),
+            (
+                "workload: {input_tokens: 1, output_tokens: 1, request_count: 1, request_rate: 1, replay_concurrency: 2}\n",
+                "found: replay_concurrency, request_rate",
+            ),
+            ("workload: {input_tokens: 1, request_rate: 1}\n", "missing: output_tokens, request_count"),
+            ("workload: {trace: t.jsonl, request_count: 3}\n", "not both"),
+            ("workload: {trace: t.jsonl, request_rate: 3}\n", "only for synthetic"),
+            ("workload: {trace: [a.jsonl, b.jsonl]}\n", "exactly one file"),
+            ("workload: {}\n", "needs `trace`"),
+            (
+                "workload: {input_tokens: 1, output_tokens: 1, request_count: 1, request_rate: 1, max_sim_time_seconds: 3}\n",
+                "only for trace",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = resolve_all(text).unwrap_err();
+            assert!(e.contains(want), "{text} -> {e}");
+        }
+        // shared_prefix_ratio alone makes the workload synthetic.
+        let e = resolve_all("workload: {trace: t.jsonl, shared_prefix_ratio: 0.5}\n").unwrap_err();
+        assert!(e.contains("not both"), "{e}");
+    }
+
+    #[test]
+    fn trace_workloads_and_bundled_load_modes() {
+        let text = "workload: {trace: t.jsonl, max_sim_time_seconds: 2, replay_concurrency: 4}\n\
+                    grid:\n  load:\n    - {workload.replay_concurrency: null, workload.arrival_speedup_ratio: [1, 2]}\n    - {workload.trace_block_size: 64}\n";
+        let pts = resolve_all(text).unwrap();
+        assert_eq!(pts.len(), 3);
+        assert_eq!(pts[0].config.load.replay_concurrency, None);
+        assert_eq!(pts[1].config.load.arrival_speedup_ratio, 2.0);
+        assert_eq!(pts[2].config.load.replay_concurrency, Some(4));
+        assert_eq!(pts[0].config.max_sim_time_ms, Some(2000.0));
+        match &pts[2].workload {
+            WorkloadSource::Trace {
+                files,
+                paths,
+                trace_block_size,
+            } => {
+                assert_eq!(files, &vec!["t.jsonl".to_string()]);
+                assert_eq!(paths, &vec![PathBuf::from("dir/t.jsonl")]);
+                assert_eq!(*trace_block_size, 64);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pts[0].workload.cache_key(), pts[1].workload.cache_key());
+        assert_ne!(pts[0].workload.cache_key(), pts[2].workload.cache_key());
+    }
+
+    #[test]
+    fn json_helpers() {
+        let mut m = Map::new();
+        set_path(
+            &mut m,
+            &["sglang".into(), "page_size".into()],
+            Value::from(4),
+        );
+        set_path(&mut m, &["a".into()], Value::from(1));
+        let mut base: Map<String, Value> =
+            serde_json::from_str(r#"{"sglang": {"x": 1}, "a": 0, "b": 2}"#).unwrap();
+        merge_over(&mut base, &m);
+        assert_eq!(
+            canonical_json(&Value::Object(base)),
+            r#"{"a":1,"b":2,"sglang":{"page_size":4,"x":1}}"#
+        );
+        assert_eq!(value_text(&Value::from(2.5)), "2.5");
+        assert_eq!(value_text(&Value::from("kv_router")), "kv_router");
+        assert_eq!(value_text(&Value::Null), "null");
+    }
+}

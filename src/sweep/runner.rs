@@ -1,0 +1,624 @@
+//! Running a sweep: validate and expand everything first, load each distinct workload once,
+//! simulate the points on a rayon pool (largest first), append each finished point to
+//! `points.jsonl`, and write the leaderboards of what finished.
+//!
+//! Each point is an independent simulation over a shared, read-only workload; the order points
+//! finish in never reaches an output file except `points.jsonl` (whose order does not matter).
+
+use super::leaderboard::{self, classify, compare, Meta};
+use super::record::{
+    file_sha256, read_points, record_line, workload_identity, write_atomic, PointRecord,
+    PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
+    SPEC_FILE,
+};
+use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
+use super::spec::{load_spec, Spec};
+use super::{SweepError, SweepOptions, SweepOutcome};
+use crate::config::SimConfig;
+use crate::error::{InputError, SimError};
+use crate::sim::SimOutput;
+use crate::workload::synthetic::SyntheticSpec;
+use crate::workload::Workload;
+use indicatif::{ProgressBar, ProgressStyle};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Once;
+
+/// The stages a sweep drives: the real ones, or stand-ins in tests.
+pub(crate) struct Backend {
+    pub simulate: fn(&Workload, &SimConfig) -> Result<SimOutput, SimError>,
+    pub load_trace: fn(&Path, u32) -> Result<Workload, InputError>,
+    pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
+}
+
+pub(crate) const REAL_BACKEND: Backend = Backend {
+    simulate: crate::sim::simulate,
+    load_trace: crate::workload::trace::load_trace,
+    generate: crate::workload::synthetic::generate,
+};
+
+static SIGINTS: AtomicU64 = AtomicU64::new(0);
+static INSTALL_SIGINT: Once = Once::new();
+
+/// Installs (once per process) a Ctrl-C handler that counts interrupts; a second Ctrl-C aborts.
+/// Returns the count before this sweep, to compare against.
+pub(crate) fn watch_sigint() -> u64 {
+    INSTALL_SIGINT.call_once(|| {
+        let installed = ctrlc::set_handler(|| {
+            let n = SIGINTS.fetch_add(1, Ordering::SeqCst) + 1;
+            if n >= 2 {
+                eprintln!(
+                    "\ndynosim: interrupted again: aborting (rerun with --resume to continue)"
+                );
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\ndynosim: interrupted: finishing the points already running, then writing the \
+                 leaderboards (Ctrl-C again to abort)"
+            );
+        });
+        if let Err(e) = installed {
+            eprintln!("dynosim: warning: Ctrl-C will not stop the sweep cleanly: {e}");
+        }
+    });
+    SIGINTS.load(Ordering::SeqCst)
+}
+
+/// Whether Ctrl-C was pressed since `baseline`.
+pub(crate) fn sigint_since(baseline: u64) -> bool {
+    SIGINTS.load(Ordering::SeqCst) > baseline
+}
+
+/// Checks `--shard K/N`.
+fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
+    match shard {
+        Some((k, n)) if n == 0 || k >= n => Err(SweepError::Input(InputError::new(format!(
+            "--shard {k}/{n}: expected K/N with 0 <= K < N"
+        )))),
+        other => Ok(other),
+    }
+}
+
+/// The grid size, refused above `max_points` before anything is expanded.
+pub(crate) fn checked_size(spec: &Spec, max_points: u64) -> Result<u64, SweepError> {
+    let sizes: Vec<String> = spec
+        .axes
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a.name,
+                a.size()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "(huge)".into())
+            )
+        })
+        .collect();
+    let size = spec.grid_size();
+    match size {
+        Some(n) if n <= max_points as u128 => Ok(n as u64),
+        _ => {
+            let n = size
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "more than 2^128".into());
+            Err(SweepError::Input(InputError::new(format!(
+                "{}: the grid has {n} points ({}), above --max-points {max_points}; shrink the grid \
+                 or raise --max-points",
+                spec.file.display(),
+                sizes.join(" x ")
+            ))))
+        }
+    }
+}
+
+/// Resolves the points of this run (all, or the shard's), in id order.
+pub(crate) fn resolve_points(
+    spec: &Spec,
+    total: u64,
+    shard: Option<(u32, u32)>,
+) -> Result<Vec<ResolvedPoint>, SweepError> {
+    let mut resolver = Resolver::new(spec);
+    let mut points = Vec::new();
+    for id in 0..total {
+        if let Some((k, n)) = shard {
+            if id % n as u64 != k as u64 {
+                continue;
+            }
+        }
+        points.push(resolver.resolve(id)?);
+    }
+    Ok(points)
+}
+
+fn params_text(p: &ResolvedPoint) -> String {
+    p.params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", value_text(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `--dry-run` listing: one line per point, then the count.
+pub(crate) fn dry_run_text(
+    points: &[ResolvedPoint],
+    total: u64,
+    shard: Option<(u32, u32)>,
+) -> String {
+    let width = points.last().map(|p| p.id.to_string().len()).unwrap_or(1);
+    let mut out = String::new();
+    let (mut skipped, mut invalid) = (0, 0);
+    for p in points {
+        let (status, why) = match &p.verdict {
+            Verdict::Run => ("", String::new()),
+            Verdict::Skipped(r) => {
+                skipped += 1;
+                ("skipped", format!("  ({r})"))
+            }
+            Verdict::Invalid(r) => {
+                invalid += 1;
+                ("invalid", format!("  ({r})"))
+            }
+        };
+        let params = params_text(p);
+        let line = format!("{:>width$}  {status:<7}  {params}{why}", p.id);
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let to_run = points.len() - skipped - invalid;
+    let scope = match shard {
+        Some((k, n)) => format!(" in shard {k}/{n} of a {total}-point grid"),
+        None => String::new(),
+    };
+    out.push_str(&format!(
+        "{} points{scope}: {to_run} to run, {skipped} skipped, {invalid} invalid\n",
+        points.len()
+    ));
+    out
+}
+
+/// Where the results go: `-o`, else the spec's `output`, else `results/<name>`; a shard without
+/// `-o` gets its own sibling folder.
+fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
+    if let Some(o) = &opts.output {
+        return o.clone();
+    }
+    let base = spec
+        .output
+        .clone()
+        .unwrap_or_else(|| Path::new("results").join(&spec.name));
+    match opts.shard {
+        Some((k, n)) => {
+            let name = base
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| spec.name.clone());
+            base.with_file_name(format!("{name}-shard-{k}-of-{n}"))
+        }
+        None => base,
+    }
+}
+
+/// Refuses a non-empty output folder unless resuming; refuses a file in its place.
+fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(SweepError::Input(InputError::new(format!(
+            "output folder {} is a file",
+            dir.display()
+        ))));
+    }
+    if !resume {
+        if let Ok(mut entries) = std::fs::read_dir(dir) {
+            if entries.next().is_some() {
+                return Err(SweepError::Input(InputError::new(format!(
+                    "output folder {} is not empty: continue it with --resume, or choose another \
+                     folder with -o",
+                    dir.display()
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unwritable(dir: &Path, e: std::io::Error) -> SweepError {
+    SweepError::Input(InputError::new(format!(
+        "cannot write to output folder {}: {e}",
+        dir.display()
+    )))
+}
+
+/// Rough cost of simulating a workload, to start the biggest points first.
+fn workload_cost(w: &Workload) -> u64 {
+    w.requests
+        .iter()
+        .map(|r| r.input_length as u64 / 64 + r.output_length as u64 + 1)
+        .sum()
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".into()
+    }
+}
+
+/// Simulates one point: a report (`ok`/`infeasible`), or `failed` on an error or a panic.
+fn run_one(
+    mut rec: PointRecord,
+    workload: &Workload,
+    config: &SimConfig,
+    spec: &Spec,
+    backend: &Backend,
+) -> PointRecord {
+    match catch_unwind(AssertUnwindSafe(|| (backend.simulate)(workload, config))) {
+        Ok(Ok(out)) => {
+            let mut report = match serde_json::to_value(&out.report) {
+                Ok(Value::Object(m)) => m,
+                _ => Default::default(),
+            };
+            let gpus = rec.gpus.unwrap_or(0);
+            if let (Some(thr), true) = (
+                report
+                    .get("output_throughput_tok_s")
+                    .and_then(Value::as_f64),
+                gpus > 0,
+            ) {
+                report.insert(
+                    "output_throughput_tok_s_per_gpu".into(),
+                    Value::from(thr / gpus as f64),
+                );
+            }
+            rec.report = Some(report);
+            let (status, reason) = classify(&rec, &spec.require);
+            rec.status = status;
+            rec.reason = reason;
+        }
+        Ok(Err(e)) => {
+            rec.status = Status::Failed;
+            rec.reason = Some(e.0);
+        }
+        Err(p) => {
+            rec.status = Status::Failed;
+            rec.reason = Some(format!("panicked: {}", panic_text(p.as_ref())));
+        }
+    }
+    rec
+}
+
+struct Task {
+    rec: PointRecord,
+    config: SimConfig,
+    workload: usize,
+}
+
+/// The whole sweep; `stop` says when to stop starting points (Ctrl-C).
+pub(crate) fn run_with(
+    opts: &SweepOptions,
+    backend: &Backend,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<SweepOutcome, SweepError> {
+    let spec = load_spec(&opts.spec)?;
+    let shard = check_shard(opts.shard)?;
+    let total = checked_size(&spec, opts.max_points)?;
+    let points = resolve_points(&spec, total, shard)?;
+    let mut outcome = SweepOutcome {
+        points: points.len() as u64,
+        ..Default::default()
+    };
+    if opts.dry_run {
+        print!("{}", dry_run_text(&points, total, shard));
+        for p in &points {
+            match p.verdict {
+                Verdict::Run => {}
+                Verdict::Skipped(_) => outcome.skipped += 1,
+                Verdict::Invalid(_) => outcome.invalid += 1,
+            }
+        }
+        outcome.not_run = outcome.points - outcome.skipped - outcome.invalid;
+        return Ok(outcome);
+    }
+
+    let dir = output_dir(&spec, opts);
+    check_output_dir(&dir, opts.resume)?;
+    let previous = if opts.resume {
+        let f = read_points(&dir).map_err(|e| unwritable(&dir, e))?;
+        if f.truncated_tail {
+            eprintln!(
+                "dynosim: {}: ignoring an incomplete last line (the run was killed)",
+                dir.join(POINTS_FILE).display()
+            );
+        }
+        if !f.bad_lines.is_empty() {
+            eprintln!(
+                "dynosim: {}: ignoring unreadable lines {:?}",
+                dir.join(POINTS_FILE).display(),
+                f.bad_lines
+            );
+        }
+        f.records
+    } else {
+        Vec::new()
+    };
+    let mut reusable: HashMap<&str, &PointRecord> = HashMap::new();
+    for r in &previous {
+        if r.status.ran() {
+            reusable.entry(r.hash.as_str()).or_insert(r);
+        }
+    }
+
+    // Trace identities (content hashes), once per file.
+    let mut trace_sha: HashMap<PathBuf, String> = HashMap::new();
+    for p in &points {
+        if let WorkloadSource::Trace { paths, .. } = &p.workload {
+            for path in paths {
+                if !trace_sha.contains_key(path) {
+                    let sha = file_sha256(path).map_err(|e| {
+                        SweepError::Input(InputError::new(format!(
+                            "cannot read trace {}: {e}",
+                            path.display()
+                        )))
+                    })?;
+                    trace_sha.insert(path.clone(), sha);
+                }
+            }
+        }
+    }
+
+    // Settle what needs no simulation; collect the rest as tasks.
+    let mut settled: Vec<PointRecord> = Vec::new();
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut workload_index: HashMap<String, usize> = HashMap::new();
+    let mut sources: Vec<(WorkloadSource, u64)> = Vec::new();
+    for p in points {
+        let identity = workload_identity(&p.workload, |path| {
+            trace_sha.get(path).cloned().unwrap_or_default()
+        });
+        match &p.verdict {
+            Verdict::Invalid(r) => settled.push(PointRecord::new(
+                &p,
+                &identity,
+                Status::Invalid,
+                Some(r.clone()),
+            )),
+            Verdict::Skipped(r) => settled.push(PointRecord::new(
+                &p,
+                &identity,
+                Status::Skipped,
+                Some(r.clone()),
+            )),
+            Verdict::Run => {
+                let mut rec = PointRecord::new(&p, &identity, Status::Failed, None);
+                if let Some(prev) = reusable.get(rec.hash.as_str()) {
+                    rec.report = prev.report.clone();
+                    let (status, reason) = classify(&rec, &spec.require);
+                    rec.status = status;
+                    rec.reason = reason;
+                    settled.push(rec);
+                    continue;
+                }
+                let key = p.workload.cache_key();
+                let w = *workload_index.entry(key).or_insert_with(|| {
+                    sources.push((p.workload.clone(), p.id));
+                    sources.len() - 1
+                });
+                tasks.push(Task {
+                    rec,
+                    config: p.config,
+                    workload: w,
+                });
+            }
+        }
+    }
+    let reused = settled.iter().filter(|r| r.status.ran()).count();
+
+    // Load each distinct workload once, before writing anything.
+    let mut workloads: Vec<Workload> = Vec::with_capacity(sources.len());
+    for (src, first_point) in &sources {
+        let loaded = match src {
+            WorkloadSource::Trace {
+                paths,
+                trace_block_size,
+                ..
+            } => (backend.load_trace)(&paths[0], *trace_block_size),
+            WorkloadSource::Synthetic {
+                spec: s,
+                block_size,
+            } => (backend.generate)(s, *block_size),
+        };
+        let w = loaded.map_err(|e| {
+            SweepError::Input(InputError::new(format!(
+                "{}: workload of point {first_point}: {}",
+                spec.file.display(),
+                e.0
+            )))
+        })?;
+        for warning in &w.warnings {
+            eprintln!("dynosim: warning: {warning}");
+        }
+        workloads.push(w);
+    }
+    let costs: Vec<u64> = workloads.iter().map(workload_cost).collect();
+
+    // The folder: spec copy, meta, and the points settled so far.
+    std::fs::create_dir_all(&dir).map_err(|e| unwritable(&dir, e))?;
+    write_atomic(&dir.join(SPEC_FILE), spec.text.as_bytes()).map_err(|e| unwritable(&dir, e))?;
+    let meta = SweepMeta {
+        name: spec.name.clone(),
+        spec_file: spec.file.display().to_string(),
+        spec_sha256: spec.sha256.clone(),
+        dynosim_version: DYNOSIM_VERSION.to_string(),
+        points_total: total,
+        shard: shard.map(|(k, n)| [k, n]),
+    };
+    let meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    write_atomic(&dir.join(META_FILE), &meta_bytes).map_err(|e| unwritable(&dir, e))?;
+    settled.sort_by_key(|r| r.point);
+    let settled_bytes: Vec<u8> = settled.iter().flat_map(record_line).collect();
+    write_atomic(&dir.join(POINTS_FILE), &settled_bytes).map_err(|e| unwritable(&dir, e))?;
+    let writer = PointsWriter::open(&dir.join(POINTS_FILE)).map_err(|e| unwritable(&dir, e))?;
+
+    // Largest points first; ties by id.
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    order.sort_by(|&a, &b| {
+        costs[tasks[b].workload]
+            .cmp(&costs[tasks[a].workload])
+            .then(tasks[a].rec.point.cmp(&tasks[b].rec.point))
+    });
+
+    let bar = (!opts.quiet && std::io::stderr().is_terminal() && !tasks.is_empty()).then(|| {
+        let b = ProgressBar::new(tasks.len() as u64);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} points, ETA {eta}  {msg}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b.enable_steady_tick(std::time::Duration::from_millis(200));
+        b
+    });
+    let best: Mutex<Option<PointRecord>> = Mutex::new(
+        settled
+            .iter()
+            .filter(|r| r.status == Status::Ok)
+            .min_by(|a, b| compare(a, b, &spec.rank_by))
+            .cloned(),
+    );
+    let best_text = |r: &PointRecord| {
+        let o = &spec.rank_by[0];
+        let v = r
+            .metric(&o.metric)
+            .map(|x| format!("{x:.2}"))
+            .unwrap_or_else(|| "-".into());
+        format!("best: point {} {}={v}", r.point, o.metric)
+    };
+    if let (Some(b), Some(r)) = (&bar, best.lock().as_ref()) {
+        b.set_message(best_text(r));
+    }
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
+    let next = AtomicUsize::new(0);
+    let finished: Mutex<Vec<PointRecord>> = Mutex::new(Vec::with_capacity(tasks.len()));
+    let write_error: Mutex<Option<String>> = Mutex::new(None);
+    let threads = pool.current_num_threads().max(1);
+    pool.scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|_| loop {
+                if stop() || write_error.lock().is_some() {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&t) = order.get(i) else {
+                    break;
+                };
+                let task = &tasks[t];
+                let rec = run_one(
+                    task.rec.clone(),
+                    &workloads[task.workload],
+                    &task.config,
+                    &spec,
+                    backend,
+                );
+                if let Err(e) = writer.append(&rec) {
+                    *write_error.lock() =
+                        Some(format!("cannot append to {}: {e}", writer.path.display()));
+                }
+                if let Some(b) = &bar {
+                    if rec.status == Status::Ok {
+                        let mut cur = best.lock();
+                        if cur
+                            .as_ref()
+                            .is_none_or(|c| compare(&rec, c, &spec.rank_by).is_lt())
+                        {
+                            b.set_message(best_text(&rec));
+                            *cur = Some(rec.clone());
+                        }
+                    }
+                    b.inc(1);
+                }
+                finished.lock().push(rec);
+            });
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = write_error.into_inner() {
+        return Err(SweepError::Io(e));
+    }
+    let interrupted = stop();
+    let mut records = settled;
+    records.extend(finished.into_inner());
+    records.sort_by_key(|r| r.point);
+
+    outcome.interrupted = interrupted;
+    outcome.not_run = outcome.points - records.len() as u64;
+    outcome.reused = reused as u64;
+    for r in &records {
+        match r.status {
+            Status::Ok => outcome.ok += 1,
+            Status::Infeasible => outcome.infeasible += 1,
+            Status::Skipped => outcome.skipped += 1,
+            Status::Invalid => outcome.invalid += 1,
+            Status::Failed => outcome.failed += 1,
+        }
+    }
+    outcome.output = Some(dir.clone());
+    write_leaderboards(&dir, &spec, total, shard, &records, interrupted, opts.quiet)?;
+    if !opts.quiet {
+        println!("{}", outcome.summary());
+    }
+    Ok(outcome)
+}
+
+/// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
+pub(crate) fn write_leaderboards(
+    dir: &Path,
+    spec: &Spec,
+    total: u64,
+    shard: Option<(u32, u32)>,
+    records: &[PointRecord],
+    interrupted: bool,
+    quiet: bool,
+) -> Result<(), SweepError> {
+    let rows = leaderboard::rank(records, &spec.rank_by, &spec.pareto);
+    let columns = spec.param_columns();
+    let io = |e: std::io::Error| {
+        SweepError::Io(format!(
+            "cannot write the leaderboards in {}: {e}",
+            dir.display()
+        ))
+    };
+    write_atomic(
+        &dir.join(CSV_FILE),
+        &leaderboard::csv_bytes(&rows, &columns),
+    )
+    .map_err(io)?;
+    let meta = Meta {
+        name: &spec.name,
+        spec_text: &spec.text,
+        spec_sha256: &spec.sha256,
+        points_total: total,
+        shard,
+        rank_by: &spec.rank_by,
+        pareto: &spec.pareto,
+        interrupted,
+    };
+    write_atomic(&dir.join(JSON_FILE), &leaderboard::json_bytes(&rows, &meta)).map_err(io)?;
+    if !quiet {
+        print!(
+            "{}",
+            leaderboard::top_table(&rows, &spec.rank_by, &columns, 10)
+        );
+    }
+    Ok(())
+}
