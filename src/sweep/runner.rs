@@ -116,7 +116,8 @@ pub(crate) fn checked_size(spec: &Spec, max_points: u64) -> Result<u64, SweepErr
     }
 }
 
-/// Resolves the points of this run (all, or the shard's), in id order.
+/// Resolves the points of this run (all, or the shard's), in id order. Every point of the grid
+/// is resolved, so a shard refuses a spec that is bad anywhere, like a whole run would.
 pub(crate) fn resolve_points(
     spec: &Spec,
     total: u64,
@@ -125,12 +126,10 @@ pub(crate) fn resolve_points(
     let mut resolver = Resolver::new(spec);
     let mut points = Vec::new();
     for id in 0..total {
-        if let Some((k, n)) = shard {
-            if id % n as u64 != k as u64 {
-                continue;
-            }
+        let p = resolver.resolve(id)?;
+        if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
+            points.push(p);
         }
-        points.push(resolver.resolve(id)?);
     }
     Ok(points)
 }

@@ -614,3 +614,16 @@ fn failed_records_have_no_report_and_ok_ones_do() {
         }
     }
 }
+
+#[test]
+fn a_shard_refuses_a_spec_error_in_another_shards_point() {
+    let s = Setup::new(
+        "workload: {input_tokens: 5, output_tokens: 1, request_count: 1, request_rate: 1}\n\
+         grid:\n  engine.dp_size: [1, 0]\n",
+    );
+    let mut o = s.opts("out");
+    o.shard = Some((0, 2));
+    let e = s.run(&o).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("point 1 (engine.dp_size=0)"), "{e}");
+}
