@@ -445,6 +445,12 @@ pub(crate) fn run_with(
         workloads.push(w);
     }
     let costs: Vec<u64> = workloads.iter().map(workload_cost).collect();
+    if stop() {
+        // Ctrl-C while loading: nothing ran, the folder is left as it was.
+        outcome.interrupted = true;
+        outcome.not_run = outcome.points;
+        return Ok(outcome);
+    }
 
     // The folder: spec copy, meta, and the points settled so far.
     std::fs::create_dir_all(&dir).map_err(|e| unwritable(&dir, e))?;

@@ -384,9 +384,9 @@ fn interrupted_then_resumed_equals_a_whole_run() {
     s.run(&s.opts("whole")).unwrap();
     let mut o = s.opts("out");
     o.jobs = Some(1);
-    // Stop after three points have started.
+    // One check before running, then one before each point: stop after three points.
     let calls = AtomicUsize::new(0);
-    let stop = || calls.fetch_add(1, Ordering::SeqCst) >= 3;
+    let stop = || calls.fetch_add(1, Ordering::SeqCst) >= 4;
     let out = run_with(&o, &BACKEND, &stop).unwrap();
     assert!(out.interrupted);
     assert_eq!(out.exit_code(), 130);
@@ -626,4 +626,13 @@ fn a_shard_refuses_a_spec_error_in_another_shards_point() {
     let e = s.run(&o).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("point 1 (engine.dp_size=0)"), "{e}");
+}
+
+#[test]
+fn interrupted_before_any_point_leaves_no_folder() {
+    let s = Setup::new(STATUS_SPEC);
+    let out = run_with(&s.opts("out"), &BACKEND, &|| true).unwrap();
+    assert!(out.interrupted);
+    assert_eq!(out.exit_code(), 130);
+    assert!(!s.dir.path().join("out").exists());
 }
