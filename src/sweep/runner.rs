@@ -507,8 +507,11 @@ pub(crate) fn run_with(
         b.set_message(best_text(r));
     }
 
+    // Worker threads get a main thread's stack, so a point that runs under `dynosim run` also
+    // runs here.
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.unwrap_or(0))
+        .stack_size(8 << 20)
         .build()
         .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
     let next = AtomicUsize::new(0);
