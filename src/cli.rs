@@ -9,7 +9,6 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use std::str::FromStr;
 
 /// Top-level parser.
 #[derive(Debug, Parser)]
@@ -382,29 +381,6 @@ impl RunArgs {
     }
 }
 
-/// `--shard K/N`: run the K-th of N disjoint slices of the grid (1-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// 1..=count.
-    pub index: u32,
-    pub count: u32,
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/8), got \"{s}\"");
-        let (k, n) = s.split_once('/').ok_or_else(bad)?;
-        let index: u32 = k.trim().parse().map_err(|_| bad())?;
-        let count: u32 = n.trim().parse().map_err(|_| bad())?;
-        if index == 0 || count == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-}
-
 /// Flags of `dynosim sweep` (implemented in the sweep module).
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -420,9 +396,9 @@ pub struct SweepArgs {
     /// Skip points already present in the output directory.
     #[arg(long)]
     pub resume: bool,
-    /// Run only the K-th of N slices of the grid (1-based), e.g. 2/8.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    /// Run only the points whose id % N == K (0 <= K < N), e.g. 0/4 .. 3/4.
+    #[arg(long, value_name = "K/N", value_parser = crate::sweep::parse_shard)]
+    pub shard: Option<(u32, u32)>,
     /// Validate the spec and print the grid size without simulating.
     #[arg(long)]
     pub dry_run: bool,
@@ -515,9 +491,10 @@ mod tests {
 
     #[test]
     fn shard_parsing() {
-        assert_eq!("2/8".parse::<Shard>(), Ok(Shard { index: 2, count: 8 }));
-        for bad in ["0/8", "9/8", "8", "a/b", "1/0"] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        assert_eq!(crate::sweep::parse_shard("2/8"), Ok((2, 8)));
+        assert_eq!(crate::sweep::parse_shard("0/8"), Ok((0, 8)));
+        for bad in ["8/8", "9/8", "8", "a/b", "1/0"] {
+            assert!(crate::sweep::parse_shard(bad).is_err(), "{bad}");
         }
     }
 
@@ -544,7 +521,7 @@ mod tests {
                 assert_eq!(s.output_dir, Some(PathBuf::from("out")));
                 assert_eq!(s.jobs, Some(3));
                 assert!(s.resume && s.dry_run && s.quiet);
-                assert_eq!(s.shard, Some(Shard { index: 1, count: 2 }));
+                assert_eq!(s.shard, Some((1, 2)));
                 assert_eq!(s.max_points, 1_000_000);
             }
             other => panic!("{other:?}"),

@@ -10,9 +10,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(*args),
-        Command::Sweep(_) | Command::Merge(_) => {
-            Err(anyhow::anyhow!("this subcommand is not implemented yet"))
-        }
+        Command::Sweep(args) => return sweep(args),
+        Command::Merge(args) => return merge(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -37,4 +36,34 @@ fn main() -> ExitCode {
 fn run(args: dynosim::cli::RunArgs) -> anyhow::Result<()> {
     let plan = dynosim::run::plan(&args.with_env_defaults())?;
     dynosim::run::execute(&plan)
+}
+
+fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
+    let opts = dynosim::sweep::SweepOptions {
+        spec: args.spec,
+        output: args.output_dir,
+        jobs: args.jobs,
+        resume: args.resume,
+        shard: args.shard,
+        dry_run: args.dry_run,
+        max_points: args.max_points,
+        quiet: args.quiet,
+    };
+    match dynosim::sweep::run_sweep(&opts) {
+        Ok(outcome) => ExitCode::from(outcome.exit_code() as u8),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn merge(args: dynosim::cli::MergeArgs) -> ExitCode {
+    match dynosim::sweep::merge(&args.dirs, &args.output_dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
 }

@@ -50,7 +50,7 @@ fn csv_rows(text: &str) -> Vec<BTreeMap<String, String>> {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn every_status_and_ranking_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -118,7 +118,7 @@ fn every_status_and_ranking_end_to_end() {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn same_csv_for_any_jobs_and_across_runs() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -144,7 +144,7 @@ fn same_csv_for_any_jobs_and_across_runs() {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn shards_merged_equal_a_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -188,7 +188,7 @@ fn shards_merged_equal_a_whole_run() {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn a_point_equals_dynosim_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(
@@ -297,7 +297,7 @@ fn signal(pid: u32, sig: &str) {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn ctrl_c_then_resume_equals_a_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), LONG_SPEC);
@@ -362,7 +362,7 @@ fn ctrl_c_then_resume_equals_a_whole_run() {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn sigkill_then_resume_equals_a_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), LONG_SPEC);
@@ -418,7 +418,7 @@ fn sigkill_then_resume_equals_a_whole_run() {
 }
 
 #[test]
-#[ignore = "needs simulator"]
+
 fn quickstart_runs_in_seconds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q");
@@ -434,7 +434,7 @@ fn quickstart_runs_in_seconds() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn dry_run_prints_the_grid_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -471,7 +471,7 @@ fn dry_run_prints_the_grid_and_writes_nothing() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn bad_specs_exit_2_with_the_key_path() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -500,7 +500,7 @@ fn bad_specs_exit_2_with_the_key_path() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn max_points_refuses_before_expanding() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -520,7 +520,7 @@ fn max_points_refuses_before_expanding() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn non_empty_output_folder_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), STATUS_SPEC);
@@ -542,7 +542,7 @@ fn non_empty_output_folder_is_refused() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn merge_refuses_shards_of_different_specs() {
     // Every point is skipped, so no simulation is needed.
     let dir = tempfile::tempdir().unwrap();
@@ -600,7 +600,7 @@ fn merge_refuses_shards_of_different_specs() {
 }
 
 #[test]
-#[ignore = "needs CLI"]
+
 fn shipped_specs_validate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for name in ["quickstart", "routing", "prefix_reuse", "agg_vs_disagg"] {

@@ -22,7 +22,7 @@ pub fn splitmix(x: u64) -> u64 {
 }
 
 /// Root parent hash of every sequence.
-pub const ROOT_HASH: u64 = 0x5EED_0F_D1A0_5EED;
+pub const ROOT_HASH: u64 = 0x005E_ED0F_D1A0_5EED;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
