@@ -25,7 +25,11 @@ const MEANS: &[&str] = &[
     "request_throughput_rps",
 ];
 const TAILS: &[&str] = &["p99_ttft_ms", "p99_e2e_latency_ms"];
-const EXACT: &[&str] = &["completed_requests", "total_input_tokens", "total_output_tokens"];
+const EXACT: &[&str] = &[
+    "completed_requests",
+    "total_input_tokens",
+    "total_output_tokens",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -49,7 +53,10 @@ fn compare(ours: &Value, reference: &Value) -> Vec<String> {
             let (o, r) = (ours[k].as_f64().unwrap(), reference[k].as_f64().unwrap());
             let rel = (o - r).abs() / r.abs().max(1e-9);
             if rel > tol {
-                bad.push(format!("{k}: ours {o:.6} reference {r:.6} ({:.2} %)", rel * 100.0));
+                bad.push(format!(
+                    "{k}: ours {o:.6} reference {r:.6} ({:.2} %)",
+                    rel * 100.0
+                ));
             }
         }
     }

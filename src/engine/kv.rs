@@ -15,6 +15,9 @@ struct Slot {
     /// Sequence hash when cached.
     hash: u64,
     cached: bool,
+    /// In `by_hash` (findable by prefix matching). Cached blocks that nobody else can ever
+    /// match are kept unmapped: they hold capacity and age in the LRU, nothing more.
+    mapped: bool,
     /// Whether the router is told about this block (prompt blocks only).
     visible: bool,
     refs: u32,
@@ -113,6 +116,12 @@ impl KvPool {
         m
     }
 
+    /// Whether `hash` is present, and if so whether a copy of it is referenced.
+    pub fn lookup(&self, hash: u64) -> Option<bool> {
+        let &first = self.by_hash.get(&hash)?;
+        Some(self.active_copy(first) != NIL)
+    }
+
     fn active_copy(&self, first: u32) -> u32 {
         let mut s = first;
         while s != NIL {
@@ -155,6 +164,7 @@ impl KvPool {
             let slot = Slot {
                 hash: 0,
                 cached: false,
+                mapped: false,
                 visible: false,
                 refs: 1,
                 in_lru: false,
@@ -178,22 +188,40 @@ impl KvPool {
         true
     }
 
+    /// Marks a private block that just became full as cached without making it findable (its
+    /// content is unique to its sequence). [`KvPool::map`] can expose it later.
+    pub fn seal(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(!s.cached);
+        s.cached = true;
+    }
+
+    /// Makes a sealed block findable under `hash` (no router event: it is never a prompt block
+    /// another request could share).
+    pub fn map(&mut self, slot: u32, hash: u64) {
+        debug_assert!(self.slots[slot as usize].cached && !self.slots[slot as usize].mapped);
+        self.slots[slot as usize].cached = false;
+        self.register(slot, hash, false);
+    }
+
     /// Registers a private block that just became full under its sequence hash.
     pub fn register(&mut self, slot: u32, hash: u64, visible: bool) {
         let s = &mut self.slots[slot as usize];
         debug_assert!(!s.cached);
         s.cached = true;
+        s.mapped = true;
         s.hash = hash;
         s.visible = visible;
-        match self.by_hash.get(&hash) {
-            Some(&first) => {
+        match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(e) => {
                 // Another copy of the same content: chain it behind the first.
+                let first = *e.get();
                 let after = self.slots[first as usize].next_dup;
                 self.slots[first as usize].next_dup = slot;
                 self.slots[slot as usize].next_dup = after;
             }
-            None => {
-                self.by_hash.insert(hash, slot);
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(slot);
                 if visible && self.record_events {
                     self.events.push(KvEvent::Stored(hash));
                 }
@@ -225,21 +253,35 @@ impl KvPool {
         self.lru_remove(victim);
         self.inactive -= 1;
         self.copies -= 1;
+        if !self.slots[victim as usize].mapped {
+            self.slots[victim as usize].cached = false;
+            self.free_slots.push(victim);
+            return;
+        }
+        self.slots[victim as usize].mapped = false;
         let hash = self.slots[victim as usize].hash;
         let visible = self.slots[victim as usize].visible;
         // Unlink from its hash chain.
-        let first = self.by_hash[&hash];
         let next = self.slots[victim as usize].next_dup;
-        if first == victim {
-            if next == NIL {
-                self.by_hash.remove(&hash);
-                if visible && self.record_events {
-                    self.events.push(KvEvent::Removed(hash));
+        self.slots[victim as usize].next_dup = NIL;
+        let first = match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let first = *e.get();
+                if first == victim {
+                    if next == NIL {
+                        e.remove();
+                        if visible && self.record_events {
+                            self.events.push(KvEvent::Removed(hash));
+                        }
+                    } else {
+                        e.insert(next);
+                    }
                 }
-            } else {
-                self.by_hash.insert(hash, next);
+                first
             }
-        } else {
+            std::collections::hash_map::Entry::Vacant(_) => unreachable!("mapped block in map"),
+        };
+        if first != victim {
             let mut p = first;
             while self.slots[p as usize].next_dup != victim {
                 p = self.slots[p as usize].next_dup;

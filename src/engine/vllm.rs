@@ -43,10 +43,10 @@ struct Seq {
     blocks: Vec<u32>,
     /// Leading blocks that are cached (registered or acquired as hits).
     registered: u32,
-    /// Full prompt blocks (their hashes come from the request's prompt hashes).
-    prompt_full: u32,
-    /// Hashes of full blocks past the prompt's full blocks (they contain generated tokens).
-    out_hashes: Vec<u64>,
+    /// Leading full blocks whose content another request may share (they are hashed).
+    shared: u32,
+    /// Its blocks past the shareable prefix are findable (it was preempted and may re-hit them).
+    exposed: bool,
     status: Status,
     /// Admitted at least once (a preempted sequence is re-admitted, not fresh).
     admitted_before: bool,
@@ -119,7 +119,6 @@ pub struct Engine<M: LatencyModel> {
     waiting: VecDeque<u32>,
     running: Vec<u32>,
     pass_no: u64,
-    hash_buf: Vec<u64>,
     /// Finished prefill-only sequences whose KV is held until handed over: (request, seq).
     held: Vec<(u32, u32)>,
 }
@@ -137,7 +136,6 @@ impl<M: LatencyModel> Engine<M> {
             waiting: VecDeque::new(),
             running: Vec::new(),
             pass_no: 0,
-            hash_buf: Vec::new(),
             held: Vec::new(),
         }
     }
@@ -177,8 +175,8 @@ impl<M: LatencyModel> Engine<M> {
             num_computed: 0,
             blocks: Vec::new(),
             registered: 0,
-            prompt_full: input / self.block_size,
-            out_hashes: Vec::new(),
+            shared: 0,
+            exposed: false,
             status: Status::Waiting,
             admitted_before: false,
             prebuilt: false,
@@ -190,10 +188,8 @@ impl<M: LatencyModel> Engine<M> {
         match self.free_seqs.pop() {
             Some(id) => {
                 let old_blocks = std::mem::take(&mut self.seqs[id as usize].blocks);
-                let old_out = std::mem::take(&mut self.seqs[id as usize].out_hashes);
                 self.seqs[id as usize] = Seq {
                     blocks: reuse(old_blocks),
-                    out_hashes: reuse(old_out),
                     ..seq
                 };
                 id
@@ -205,9 +201,11 @@ impl<M: LatencyModel> Engine<M> {
         }
     }
 
-    /// Queues a new request (`max_output` already adjusted for the worker's role).
-    pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32) {
+    /// Queues a new request whose first `shared` full prompt blocks may be shared (their
+    /// hashes are `prompts[req]`).
+    pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32, shared: u32) {
         let s = self.new_seq(req, uuid, input, max_output);
+        self.seqs[s as usize].shared = shared;
         self.waiting.push_back(s);
     }
 
@@ -225,7 +223,7 @@ impl<M: LatencyModel> Engine<M> {
         let bs = self.block_size;
         let total_blocks = input.div_ceil(bs);
         let m = if self.args.enable_prefix_caching {
-            self.pool.match_prefix(&prompt[..(input / bs) as usize])
+            self.pool.match_prefix(prompt)
         } else {
             PrefixMatch::default()
         };
@@ -245,10 +243,13 @@ impl<M: LatencyModel> Engine<M> {
         let ok = self.pool.allocate(fresh, &mut blocks);
         debug_assert!(ok);
         for j in hits..input / bs {
-            self.pool
-                .register(blocks[j as usize], prompt[j as usize], true);
+            match prompt.get(j as usize) {
+                Some(&h) => self.pool.register(blocks[j as usize], h, true),
+                None => self.pool.seal(blocks[j as usize]),
+            }
         }
         let seq = &mut self.seqs[s as usize];
+        seq.shared = prompt.len() as u32;
         seq.blocks = blocks;
         seq.registered = input / bs;
         seq.num_computed = input;
@@ -282,27 +283,14 @@ impl<M: LatencyModel> Engine<M> {
         self.free_seqs.push(s);
     }
 
-    /// Hash of full block `j` of sequence `s` (prompt hash, or a hash unique to the request
-    /// for blocks holding generated tokens).
-    fn block_hash(&mut self, s: u32, j: u32, prompt: &[u64]) -> u64 {
-        let seq = &mut self.seqs[s as usize];
-        if j < seq.prompt_full {
-            return prompt[j as usize];
+    /// Key of full block `j` of sequence `s`: the content hash for the shareable prefix
+    /// (`prompt` holds exactly those), otherwise a key unique to the request.
+    #[inline]
+    fn block_key(&self, s: u32, j: u32, prompt: &[u64]) -> u64 {
+        match prompt.get(j as usize) {
+            Some(&h) => h,
+            None => unique_block_key(self.seqs[s as usize].uuid, j),
         }
-        let k = (j - seq.prompt_full) as usize;
-        while seq.out_hashes.len() <= k {
-            let idx = seq.prompt_full + seq.out_hashes.len() as u32;
-            let parent = if idx == 0 {
-                ROOT_HASH
-            } else if idx - 1 < seq.prompt_full {
-                prompt[(idx - 1) as usize]
-            } else {
-                seq.out_hashes[(idx - 1 - seq.prompt_full) as usize]
-            };
-            let local = splitmix(seq.uuid ^ (idx as u64) << 40 ^ 0xA5A5_0000_0000_0001);
-            seq.out_hashes.push(chain_hash(parent, local));
-        }
-        seq.out_hashes[k]
     }
 
     fn seq_len(&self, s: u32) -> u32 {
@@ -322,26 +310,27 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Prefix hits of a fresh (re-)admission: (cached blocks to acquire, active among them).
-    fn prefill_hits(&mut self, s: u32, prompt: &[u64]) -> PrefixMatch {
+    fn prefill_hits(&self, s: u32, prompt: &[u64]) -> PrefixMatch {
         if !self.args.enable_prefix_caching {
             return PrefixMatch::default();
         }
         let len = self.seq_len(s);
         // vLLM recomputes the last token: at most floor((len-1)/bs) blocks can be reused.
         let cap = len.saturating_sub(1) / self.block_size;
-        let prompt_full = self.seqs[s as usize].prompt_full;
-        if cap <= prompt_full {
-            return self.pool.match_prefix(&prompt[..cap as usize]);
+        let shared = (prompt.len() as u32).min(cap);
+        let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
+        if m.blocks == shared && self.seqs[s as usize].exposed {
+            let uuid = self.seqs[s as usize].uuid;
+            for j in shared..cap {
+                match self.pool.lookup(unique_block_key(uuid, j)) {
+                    Some(active) => {
+                        m.blocks += 1;
+                        m.active_blocks += active as u32;
+                    }
+                    None => break,
+                }
+            }
         }
-        let mut buf = std::mem::take(&mut self.hash_buf);
-        buf.clear();
-        buf.extend_from_slice(&prompt[..prompt_full as usize]);
-        for j in prompt_full..cap {
-            let h = self.block_hash(s, j, prompt);
-            buf.push(h);
-        }
-        let m = self.pool.match_prefix(&buf);
-        self.hash_buf = buf;
         m
     }
 
@@ -409,11 +398,17 @@ impl<M: LatencyModel> Engine<M> {
         let new_computed = eff_before + take;
         let full = new_computed / bs;
         let mut j = self.seqs[s as usize].registered;
+        let exposed = self.seqs[s as usize].exposed;
         while j < full {
-            let h = self.block_hash(s, j, prompt);
             let slot = self.seqs[s as usize].blocks[j as usize];
-            let visible = j < self.seqs[s as usize].prompt_full;
-            self.pool.register(slot, h, visible);
+            if let Some(&h) = prompt.get(j as usize) {
+                self.pool.register(slot, h, true);
+            } else if exposed {
+                let key = unique_block_key(self.seqs[s as usize].uuid, j);
+                self.pool.register(slot, key, false);
+            } else {
+                self.pool.seal(slot);
+            }
             j += 1;
         }
         let pass = self.pass_no;
@@ -450,10 +445,21 @@ impl<M: LatencyModel> Engine<M> {
             }
             seq.sched_pass = u64::MAX;
         }
+        let registered = seq.registered;
         seq.num_computed = 0;
         seq.registered = 0;
         seq.status = Status::Waiting;
         seq.prebuilt = false;
+        // Its re-admission may hit its own blocks: make the unique ones findable from now on.
+        if !seq.exposed {
+            seq.exposed = true;
+            let (uuid, shared) = (seq.uuid, seq.shared);
+            for j in shared..registered {
+                let slot = self.seqs[victim as usize].blocks[j as usize];
+                self.pool.map(slot, unique_block_key(uuid, j));
+            }
+        }
+        let seq = &mut self.seqs[victim as usize];
         let blocks = std::mem::take(&mut seq.blocks);
         for &b in blocks.iter().rev() {
             self.pool.release(b);
@@ -532,12 +538,7 @@ impl<M: LatencyModel> Engine<M> {
                 let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
                 if !prebuilt {
                     for j in 0..m.blocks {
-                        let h = if j < self.seqs[s as usize].prompt_full {
-                            prompt[j as usize]
-                        } else {
-                            self.seqs[s as usize].out_hashes
-                                [(j - self.seqs[s as usize].prompt_full) as usize]
-                        };
+                        let h = self.block_key(s, j, prompt);
                         if let Some(slot) = self.pool.acquire(h) {
                             blocks.push(slot);
                         }
@@ -672,26 +673,31 @@ impl<M: LatencyModel> Engine<M> {
     }
 }
 
+/// Key of a block whose content is unique to request `uuid` (past its shareable prefix).
+#[inline]
+fn unique_block_key(uuid: u64, j: u32) -> u64 {
+    splitmix(uuid.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ ((j as u64) << 40) ^ 0xA5A5_0000_0000_0001)
+}
+
 fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
     v.clear();
     v
 }
 
-/// Full-block sequence hashes of a prompt whose content is given as trace blocks: each id covers
-/// `trace_block_size` identical tokens (spec §2.2).
+/// Sequence hashes of the first `blocks` full engine blocks of a prompt whose content is given as
+/// trace blocks: each id covers `trace_block_size` identical tokens (spec §2.2).
 pub fn prompt_hashes_from_blocks(
     ids: &[u32],
     trace_block_size: u32,
-    input: u32,
+    blocks: u32,
     block_size: u32,
     out: &mut Vec<u64>,
 ) {
     out.clear();
-    let full = input / block_size;
     let tbs = trace_block_size as u64;
     let bs = block_size as u64;
     let mut parent = ROOT_HASH;
-    for j in 0..full as u64 {
+    for j in 0..blocks as u64 {
         let start = j * bs;
         let end = start + bs;
         let mut local = 0xC0FF_EE00_u64;
@@ -708,19 +714,6 @@ pub fn prompt_hashes_from_blocks(
     }
 }
 
-/// Full-block hashes of a prompt of pseudo-random tokens unique to request `uuid`.
-pub fn prompt_hashes_unique(uuid: u64, input: u32, block_size: u32, out: &mut Vec<u64>) {
-    out.clear();
-    let mut parent = ROOT_HASH;
-    for j in 0..(input / block_size) as u64 {
-        parent = chain_hash(
-            parent,
-            splitmix(uuid.wrapping_mul(0x1_0000_0001) ^ (j << 48) ^ 0x77),
-        );
-        out.push(parent);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -733,9 +726,9 @@ mod tests {
     #[test]
     fn worked_vector_single_request() {
         let mut e = engine(EngineArgs::default());
-        let mut prompts = vec![Vec::new()];
-        prompt_hashes_unique(1, 2048, 64, &mut prompts[0]);
-        e.enqueue(0, 1, 2048, 3);
+        // Unique content: nothing shareable, so no hashes.
+        let prompts = vec![Vec::new()];
+        e.enqueue(0, 1, 2048, 3, 0);
         let mut out = PassOutput::default();
         let t1 = e.step(&prompts, &mut out);
         assert_eq!(out.admitted, vec![(0, 0)]);
@@ -757,13 +750,13 @@ mod tests {
         let mut e = engine(EngineArgs::default());
         let mut prompts = vec![Vec::new(), Vec::new()];
         let ids = [1u32, 2];
-        prompt_hashes_from_blocks(&ids, 64, 128, 64, &mut prompts[0]);
-        prompt_hashes_from_blocks(&ids, 64, 128, 64, &mut prompts[1]);
-        e.enqueue(0, 1, 128, 1);
+        prompt_hashes_from_blocks(&ids, 64, 2, 64, &mut prompts[0]);
+        prompt_hashes_from_blocks(&ids, 64, 2, 64, &mut prompts[1]);
+        e.enqueue(0, 1, 128, 1, 2);
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);
         assert_eq!(out.finished, vec![0]);
-        e.enqueue(1, 2, 128, 1);
+        e.enqueue(1, 2, 128, 1, 2);
         e.step(&prompts, &mut out);
         // Block-aligned, fully cached prompt: the last block is recomputed.
         assert_eq!(out.admitted, vec![(1, 64)]);
@@ -773,15 +766,15 @@ mod tests {
     fn trace_block_expansion_shares_prefixes() {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        prompt_hashes_from_blocks(&[5, 6], 512, 1024, 64, &mut a);
-        prompt_hashes_from_blocks(&[5, 7], 512, 1000, 64, &mut b);
+        prompt_hashes_from_blocks(&[5, 6], 512, 16, 64, &mut a);
+        prompt_hashes_from_blocks(&[5, 7], 512, 15, 64, &mut b);
         assert_eq!(a.len(), 16);
         assert_eq!(b.len(), 15);
         assert_eq!(a[..8], b[..8]);
         assert_ne!(a[8], b[8]);
         // Non-dividing sizes: a block straddling two ids differs when the second id differs.
-        prompt_hashes_from_blocks(&[5, 6], 512, 1024, 100, &mut a);
-        prompt_hashes_from_blocks(&[5, 7], 512, 1024, 100, &mut b);
+        prompt_hashes_from_blocks(&[5, 6], 512, 10, 100, &mut a);
+        prompt_hashes_from_blocks(&[5, 7], 512, 10, 100, &mut b);
         assert_eq!(a[..5], b[..5]);
         assert_ne!(a[5], b[5]);
     }
@@ -794,11 +787,9 @@ mod tests {
             ..EngineArgs::default()
         };
         let mut e = engine(args);
-        let mut prompts = vec![Vec::new(), Vec::new()];
-        prompt_hashes_unique(1, 7, 4, &mut prompts[0]);
-        prompt_hashes_unique(2, 7, 4, &mut prompts[1]);
-        e.enqueue(0, 1, 7, 4);
-        e.enqueue(1, 2, 7, 4);
+        let prompts = vec![Vec::new(), Vec::new()];
+        e.enqueue(0, 1, 7, 4, 0);
+        e.enqueue(1, 2, 7, 4, 0);
         let mut out = PassOutput::default();
         let mut finished = Vec::new();
         let mut preemptions = 0;
@@ -825,7 +816,7 @@ mod tests {
         };
         let mut e = engine(args);
         let prompts = vec![Vec::new()];
-        e.enqueue(0, 1, 9, 1);
+        e.enqueue(0, 1, 9, 1, 0);
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);
         assert_eq!(out.rejected, vec![0]);

@@ -1,20 +1,21 @@
 //! Pooled per-token gaps across all requests (DynoSim 1.4.2 ITL semantics, spec §8.3): every
 //! consecutive pair of emitted tokens contributes one gap to the `*_itl_ms` distribution, and each
 //! positive gap contributes `1000 / gap` tokens/s to `*_output_token_throughput_per_user`.
-//! Both are streamed into a DDSketch (percentiles) plus Welford (mean/std) plus exact min/max, so
+//! Both are streamed into a DDSketch (percentiles) plus exact fixed-point moments (mean/std) plus
+//! exact min/max — all independent of the order gaps arrive in — so
 //! memory stays bounded however many tokens a run emits, and `count` equal gaps cost one step.
 //!
 //! Zero gaps (tokens emitted at the same virtual instant) are counted in the ITL distribution
 //! (as 0 ms) and skipped in the per-user throughput, which only takes positive gaps.
 
 use super::sketch::DdSketch;
-use super::stats::{Summary, Welford, PERCENTILES};
+use super::stats::{ExactMoments, Summary, PERCENTILES};
 
-/// One streamed distribution: sketch + Welford + exact extremes.
+/// One streamed distribution: sketch + exact moments + exact extremes.
 #[derive(Debug, Clone, PartialEq)]
 struct Streamed {
     sketch: DdSketch,
-    moments: Welford,
+    moments: ExactMoments,
     min: f64,
     max: f64,
 }
@@ -23,7 +24,7 @@ impl Default for Streamed {
     fn default() -> Self {
         Streamed {
             sketch: DdSketch::default(),
-            moments: Welford::new(),
+            moments: ExactMoments::new(),
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
         }

@@ -89,6 +89,68 @@ pub fn exact_summary(values: &mut [f64]) -> Summary {
     s
 }
 
+/// Streaming count / mean / population variance whose result does not depend on the order in
+/// which samples arrive: sums are kept exactly in fixed point (sample × 2^32 and sample² × 2^32,
+/// each rounded once), so a simulation may feed token gaps per pass, per stride or per worker and
+/// still report bit-identical statistics. Saturates (never wraps) on absurd magnitudes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ExactMoments {
+    count: u64,
+    sum: i128,
+    sum_sq: i128,
+}
+
+const SUM_SCALE: f64 = 4_294_967_296.0; // 2^32
+const SQ_SCALE: f64 = 4_294_967_296.0; // 2^32
+
+impl ExactMoments {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `k` samples equal to `x`.
+    pub fn add_n(&mut self, x: f64, k: u64) {
+        if k == 0 {
+            return;
+        }
+        let k128 = k as i128;
+        let v = (x * SUM_SCALE).round() as i128;
+        let v2 = (x * x * SQ_SCALE).round() as i128;
+        self.count += k;
+        self.sum = self.sum.saturating_add(v.saturating_mul(k128));
+        self.sum_sq = self.sum_sq.saturating_add(v2.saturating_mul(k128));
+    }
+
+    pub fn merge(&mut self, other: &ExactMoments) {
+        self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / SUM_SCALE / self.count as f64
+        }
+    }
+
+    /// Population standard deviation; 0 when empty.
+    pub fn std(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let mean = self.mean();
+        let mean_sq = self.sum_sq as f64 / SQ_SCALE / self.count as f64;
+        (mean_sq - mean * mean).max(0.0).sqrt()
+    }
+}
+
 /// Streaming mean / population variance (Welford), with batched insertion of identical samples
 /// (Chan et al.'s pairwise combination) so `add_n(x, k)` costs the same as `add(x)`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -255,5 +317,33 @@ mod tests {
         assert!((left.mean() - s.mean).abs() < 1e-12);
         assert!((left.std() - s.std).abs() < 1e-12);
         assert_eq!(Welford::new().std(), 0.0);
+    }
+
+    #[test]
+    fn exact_moments_ignore_order_and_grouping() {
+        let xs = [
+            5.845390090942383,
+            0.1,
+            98.0,
+            1e-3,
+            12345.678,
+            5.845390090942383,
+        ];
+        let mut a = ExactMoments::new();
+        for x in xs {
+            a.add_n(x, 1);
+        }
+        let mut b = ExactMoments::new();
+        b.add_n(xs[5], 2);
+        for x in xs[1..5].iter().rev() {
+            b.add_n(*x, 1);
+        }
+        assert_eq!(a, b);
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        assert!((a.mean() - mean).abs() < 1e-9 * mean);
+        assert!((a.std() - var.sqrt()).abs() < 1e-6 * var.sqrt());
+        assert_eq!(ExactMoments::new().std(), 0.0);
     }
 }

@@ -25,7 +25,8 @@ impl RoundRobin {
 /// A request as the KV router sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct RouteRequest<'a> {
-    /// Full-block sequence hashes of the prompt.
+    /// Sequence hashes of the prompt's shareable full blocks (a prefix of its full blocks; the
+    /// others are unique to the request and never match anything).
     pub hashes: &'a [u64],
     pub isl: u32,
     /// Unique key for blocks the tracker must not share (partial tail, no-reuse mode).
@@ -197,9 +198,10 @@ impl KvRouter {
     }
 
     /// Blocks of the request the tracker counts: its full prompt blocks (a partial tail block
-    /// is not tracked; the reference's logs show floor(isl / block_size)).
+    /// is not tracked; the reference's logs show floor(isl / block_size)). `r.hashes` holds only
+    /// the shareable prefix of them; the rest are unique to the request.
     fn request_blocks(&self, r: &RouteRequest) -> u64 {
-        r.hashes.len() as u64
+        r.isl as u64 / self.block_size as u64
     }
 
     /// Chooses a target for `req` (index `id` in the simulation) and starts tracking it.

@@ -39,6 +39,9 @@ struct Rec {
 pub struct Collector {
     recs: Vec<Rec>,
     gaps: TokenGaps,
+    /// Run of equal consecutive gaps not yet added to `gaps` (tokens of one pass share a gap).
+    pending_gap: f64,
+    pending_count: u64,
     arrivals: u64,
     keep_records: bool,
 }
@@ -48,6 +51,8 @@ impl Collector {
         Collector {
             recs: vec![Rec::default(); n],
             gaps: TokenGaps::new(),
+            pending_gap: 0.0,
+            pending_count: 0,
             arrivals: 0,
             keep_records,
         }
@@ -106,7 +111,14 @@ impl Collector {
         if n == 1 || r.n_out == 0 {
             r.first_token = now;
         } else {
-            self.gaps.add(now - r.last_token, 1);
+            let gap = now - r.last_token;
+            if gap.to_bits() == self.pending_gap.to_bits() {
+                self.pending_count += 1;
+            } else {
+                self.gaps.add(self.pending_gap, self.pending_count);
+                self.pending_gap = gap;
+                self.pending_count = 1;
+            }
             if r.second_token.is_none() {
                 r.second_token = Some(now);
             }
@@ -127,8 +139,9 @@ impl Collector {
         r.terminal = now;
     }
 
-    pub fn finish(self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
+    pub fn finish(mut self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
         totals.num_requests = self.arrivals;
+        self.gaps.add(self.pending_gap, self.pending_count);
         let mut completed = Vec::new();
         for (i, r) in self.recs.iter().enumerate() {
             if r.status != Status::Completed || r.n_out == 0 {

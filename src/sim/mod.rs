@@ -14,7 +14,7 @@ use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
 use crate::engine::timing::Polynomial;
-use crate::engine::vllm::{prompt_hashes_from_blocks, prompt_hashes_unique, Engine, PassOutput};
+use crate::engine::vllm::{prompt_hashes_from_blocks, Engine, PassOutput};
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
 use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
@@ -119,7 +119,10 @@ struct Sim<'w> {
     heap: BinaryHeap<Event>,
     event_seq: u64,
     queue_seq: u64,
+    /// Full-block hashes of the shareable prompt prefix of every request in flight.
     prompts: Vec<Vec<u64>>,
+    /// Per request: leading full blocks another request may share (see `workload::sharing`).
+    shared_blocks: Vec<u32>,
     target_of: Vec<u32>,
     handoffs: Vec<Handoff>,
     transfer: Option<(f64, KvTransferTimingMode)>,
@@ -288,6 +291,10 @@ impl<'w> Sim<'w> {
             event_seq: 0,
             queue_seq: 0,
             prompts: vec![Vec::new(); n],
+            shared_blocks: crate::workload::sharing::shared_prefix_blocks(
+                w,
+                cfg.topology.block_size().max(1),
+            ),
             target_of: vec![u32::MAX; n],
             handoffs: vec![
                 Handoff::default();
@@ -400,18 +407,17 @@ impl<'w> Sim<'w> {
     fn arrive(&mut self, req: u32) {
         let r = &self.w.requests[req as usize];
         self.col.arrival(req, self.now);
+        // Only the shareable prefix is hashed: no other request can match the rest.
         let mut hashes = std::mem::take(&mut self.prompts[req as usize]);
-        match r.content {
-            Content::Blocks { .. } => prompt_hashes_from_blocks(
+        hashes.clear();
+        if let Content::Blocks { .. } = r.content {
+            prompt_hashes_from_blocks(
                 self.w.blocks_of(r),
                 self.w.trace_block_size,
-                r.input_length,
+                self.shared_blocks[req as usize],
                 self.block_size,
                 &mut hashes,
-            ),
-            Content::Unique => {
-                prompt_hashes_unique(r.uuid, r.input_length, self.block_size, &mut hashes)
-            }
+            );
         }
         self.prompts[req as usize] = hashes;
         self.submit(0, req);
@@ -468,7 +474,8 @@ impl<'w> Sim<'w> {
         // decode time (their tokens are hidden): the source KV is held until the last of them,
         // which is emitted one per pass while the worker is busy with other prefills. Observed in
         // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
-        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length);
+        let shared = self.prompts[req as usize].len() as u32;
+        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length, shared);
         worker.stalled = false;
         let local = wi - pool.first_worker;
         match worker.role {

@@ -4,6 +4,7 @@
 //! A prompt's content is described by trace blocks: each block id stands for `trace_block_size`
 //! identical tokens (spec §2.2), so engine-block hashes can be derived for any engine block size.
 
+pub mod sharing;
 pub mod synthetic;
 pub mod trace;
 
