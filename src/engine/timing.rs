@@ -15,6 +15,13 @@ pub trait LatencyModel: Send + Sync {
         context: u64,
         total_kv_tokens: u64,
     ) -> f64;
+
+    /// Whether `decode_ms` depends on the context length. When it does not, consecutive decode
+    /// passes of an unchanged batch take the same time and the simulator may advance them in
+    /// one stride.
+    fn decode_depends_on_context(&self) -> bool {
+        true
+    }
 }
 
 /// DynoSim's default polynomial model (spec §4.9.1, §4.9.2).
@@ -37,6 +44,10 @@ impl Polynomial {
 }
 
 impl LatencyModel for Polynomial {
+    fn decode_depends_on_context(&self) -> bool {
+        false
+    }
+
     fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
         let new = isl.saturating_sub(prefix);
         if batch_size == 0 || new == 0 {

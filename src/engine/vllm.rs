@@ -396,25 +396,10 @@ impl<M: LatencyModel> Engine<M> {
             }
         }
         let new_computed = eff_before + take;
-        let full = new_computed / bs;
-        let mut j = self.seqs[s as usize].registered;
-        let exposed = self.seqs[s as usize].exposed;
-        while j < full {
-            let slot = self.seqs[s as usize].blocks[j as usize];
-            if let Some(&h) = prompt.get(j as usize) {
-                self.pool.register(slot, h, true);
-            } else if exposed {
-                let key = unique_block_key(self.seqs[s as usize].uuid, j);
-                self.pool.register(slot, key, false);
-            } else {
-                self.pool.seal(slot);
-            }
-            j += 1;
-        }
+        self.register_full_blocks(s, new_computed / bs, prompt);
         let pass = self.pass_no;
         let decode_worker = self.args.worker_type == WorkerType::Decode;
         let seq = &mut self.seqs[s as usize];
-        seq.registered = seq.registered.max(full);
         seq.num_computed = new_computed;
         let prompt_now = take.min(prompt_remaining);
         let (isl, prefix) = if prompt_now > 0 && !decode_worker {
@@ -431,6 +416,121 @@ impl<M: LatencyModel> Engine<M> {
         seq.sched_pass = pass;
         *budget -= take as u64;
         Sched::Scheduled
+    }
+
+    /// Registers the sequence's blocks that are full once `full` blocks are computed: shareable
+    /// prefix blocks under their content hash (visible to the router), the rest sealed, or under
+    /// a key unique to the request once it has been preempted.
+    fn register_full_blocks(&mut self, s: u32, full: u32, prompt: &[u64]) {
+        let mut j = self.seqs[s as usize].registered;
+        let exposed = self.seqs[s as usize].exposed;
+        while j < full {
+            let slot = self.seqs[s as usize].blocks[j as usize];
+            if let Some(&h) = prompt.get(j as usize) {
+                self.pool.register(slot, h, true);
+            } else if exposed {
+                let key = unique_block_key(self.seqs[s as usize].uuid, j);
+                self.pool.register(slot, key, false);
+            } else {
+                self.pool.seal(slot);
+            }
+            j += 1;
+        }
+        let seq = &mut self.seqs[s as usize];
+        seq.registered = seq.registered.max(full);
+    }
+
+    /// Decode step time of `ready` sequences with mean context `context`, speed-ups applied.
+    fn decode_time(&self, ready: u64, context: u64) -> f64 {
+        let bs = self.block_size as u64;
+        let active_kv = self.pool.num_active() as u64 * bs;
+        let total_kv = self.pool.capacity() as u64 * bs;
+        let ratio = if self.args.speedup_ratio > 0.0 && self.args.decode_speedup_ratio > 0.0 {
+            self.args.speedup_ratio * self.args.decode_speedup_ratio
+        } else if self.args.speedup_ratio > 0.0 {
+            self.args.speedup_ratio
+        } else {
+            self.args.decode_speedup_ratio
+        };
+        scaled(
+            self.model.decode_ms(ready, active_kv, context, total_kv),
+            ratio,
+        )
+    }
+
+    /// If the next passes would all be identical pure-decode passes (nothing waiting, every
+    /// running sequence decoding one token within its allocated blocks, budget for all), how
+    /// many of them there are before one allocates a block or completes a sequence (the
+    /// completing pass included), and their duration. `None` when the next pass differs.
+    pub fn plan_stride(&self, max_passes: u32) -> Option<(u32, f64)> {
+        if !self.waiting.is_empty()
+            || self.running.is_empty()
+            || self.args.worker_type == WorkerType::Prefill
+            || self.model.decode_depends_on_context()
+        {
+            return None;
+        }
+        let n = self.running.len() as u64;
+        if self.args.max_num_batched_tokens.unwrap_or(u64::MAX) < n {
+            return None;
+        }
+        let bs = self.block_size;
+        let mut k = max_passes;
+        let mut ctx_sum = 0u64;
+        for &s in &self.running {
+            let seq = &self.seqs[s as usize];
+            let len = seq.input + seq.generated;
+            if seq.num_computed + 1 != len {
+                return None;
+            }
+            let rem = self.remaining_output(s);
+            if rem == 0 {
+                return None;
+            }
+            k = k.min(rem);
+            // Pass i computes position num_computed + i - 1; it allocates once that reaches
+            // the capacity of the blocks held.
+            let held_tokens = seq.blocks.len() as u32 * bs;
+            if held_tokens <= seq.num_computed {
+                return None;
+            }
+            k = k.min(held_tokens - seq.num_computed);
+            ctx_sum += len as u64;
+        }
+        if k < 2 {
+            return None;
+        }
+        Some((k, self.decode_time(n, ctx_sum / n)))
+    }
+
+    /// Applies `passes` pure-decode passes planned by [`Engine::plan_stride`]: every running
+    /// sequence computes and emits `passes` tokens; those that complete in the last pass finish.
+    /// `out.emitted` gets each sequence's generated count after the stride.
+    pub fn apply_stride(&mut self, passes: u32, prompts: &[Vec<u64>], out: &mut PassOutput) {
+        out.clear();
+        self.pass_no += passes as u64;
+        let bs = self.block_size;
+        for k in 0..self.running.len() {
+            let s = self.running[k];
+            let seq = &mut self.seqs[s as usize];
+            seq.num_computed += passes;
+            seq.generated += passes;
+            let (req, generated, full) = (seq.req, seq.generated, seq.num_computed / bs);
+            self.register_full_blocks(s, full, &prompts[req as usize]);
+            out.emitted.push((req, generated));
+        }
+        let mut k = 0usize;
+        while k < self.running.len() {
+            let s = self.running[k];
+            if self.remaining_output(s) == 0 {
+                self.running.remove(k);
+                out.finished.push(self.seqs[s as usize].req);
+                self.free_seq(s);
+            } else {
+                k += 1;
+            }
+        }
+        out.progressed = true;
     }
 
     fn preempt(&mut self, victim: u32, budget: &mut u64, acc: &mut (u64, u64, u64)) {
@@ -616,20 +716,7 @@ impl<M: LatencyModel> Engine<M> {
         }
         let mut decode_ms = 0.0;
         if ready > 0 && !is_prefill {
-            let active_kv = self.pool.num_active() as u64 * bs as u64;
-            let total_kv = self.pool.capacity() as u64 * bs as u64;
-            let ratio = if self.args.speedup_ratio > 0.0 && self.args.decode_speedup_ratio > 0.0 {
-                self.args.speedup_ratio * self.args.decode_speedup_ratio
-            } else if self.args.speedup_ratio > 0.0 {
-                self.args.speedup_ratio
-            } else {
-                self.args.decode_speedup_ratio
-            };
-            decode_ms = scaled(
-                self.model
-                    .decode_ms(ready, active_kv, ctx_sum / ready, total_kv),
-                ratio,
-            );
+            decode_ms = self.decode_time(ready, ctx_sum / ready);
         }
         if ready > 0 {
             let mut k = 0usize;

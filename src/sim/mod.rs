@@ -41,8 +41,15 @@ enum Role {
 
 #[derive(Debug, Clone, Copy)]
 enum EventKind {
-    PassEnd { worker: u32 },
-    HandoffActivate { req: u32 },
+    /// End of a pass (or of a stride of passes); `gen` tells stale events of a stride that was
+    /// cut short apart.
+    PassEnd {
+        worker: u32,
+        gen: u32,
+    },
+    HandoffActivate {
+        req: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,6 +84,11 @@ struct Worker {
     busy: bool,
     /// Its last pass changed nothing: not restarted until something is delivered to it.
     stalled: bool,
+    /// Generation of the worker's pending `PassEnd`.
+    gen: u32,
+    /// Passes of the running stride (0 = a single pass is running) and their end times.
+    stride_passes: u32,
+    stride_ends: Vec<f64>,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
 }
@@ -111,6 +123,7 @@ struct Handoff {
 }
 
 struct Sim<'w> {
+    opts: SimOptions,
     w: &'w Workload,
     cfg: &'w SimConfig,
     block_size: u32,
@@ -135,10 +148,33 @@ struct Sim<'w> {
     start_order: Vec<u32>,
 }
 
+/// How the simulation is carried out; results never depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Advance runs of identical decode passes in one stride (identical results, much faster).
+    /// Off = every pass one by one, the debugging reference the stride path is tested against.
+    pub strides: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { strides: true }
+    }
+}
+
 /// Simulates one configuration over a workload.
 pub fn simulate(workload: &Workload, cfg: &SimConfig) -> Result<SimOutput, SimError> {
+    simulate_with(workload, cfg, SimOptions::default())
+}
+
+/// [`simulate`] with explicit [`SimOptions`].
+pub fn simulate_with(
+    workload: &Workload,
+    cfg: &SimConfig,
+    opts: SimOptions,
+) -> Result<SimOutput, SimError> {
     let started = std::time::Instant::now();
-    let mut sim = Sim::new(workload, cfg)?;
+    let mut sim = Sim::new(workload, cfg, opts)?;
     sim.run()?;
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(sim.finish(wall_ms))
@@ -160,7 +196,7 @@ fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
 }
 
 impl<'w> Sim<'w> {
-    fn new(w: &'w Workload, cfg: &'w SimConfig) -> Result<Self, SimError> {
+    fn new(w: &'w Workload, cfg: &'w SimConfig, opts: SimOptions) -> Result<Self, SimError> {
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
         let mut pools = Vec::new();
@@ -190,6 +226,9 @@ impl<'w> Sim<'w> {
                     outputs,
                     busy: false,
                     stalled: false,
+                    gen: 0,
+                    stride_passes: 0,
+                    stride_ends: Vec::new(),
                     pending_reservations: Default::default(),
                 });
             }
@@ -281,6 +320,7 @@ impl<'w> Sim<'w> {
             (0..workers.len() as u32).filter(|&i| workers[i as usize].role != Role::Decode),
         );
         Ok(Sim {
+            opts,
             start_order,
             w,
             cfg,
@@ -482,6 +522,7 @@ impl<'w> Sim<'w> {
             Role::Prefill => self.col.routed_prefill(req, local, decision.overlap_tokens),
             _ => self.col.routed_decode(req, local, decision.overlap_tokens),
         }
+        self.interrupt_stride(wi as usize);
     }
 
     /// Routes queued requests while the pool is not all busy (spec §6.5).
@@ -513,16 +554,92 @@ impl<'w> Sim<'w> {
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) -> Result<(), SimError> {
         loop {
+            if self.opts.strides && self.start_stride(wi) {
+                return Ok(());
+            }
             let dur = self.run_pass(wi)?;
             if dur > 0.0 {
                 let end = self.now + dur;
-                self.push_event(end, EventKind::PassEnd { worker: wi as u32 });
+                self.push_pass_end(wi, end);
                 return Ok(());
             }
             self.pass_end(wi)?;
             if self.workers[wi].stalled || !self.worker_has_work(wi) {
                 return Ok(());
             }
+        }
+    }
+
+    fn push_pass_end(&mut self, wi: usize, end: f64) {
+        self.workers[wi].gen = self.workers[wi].gen.wrapping_add(1);
+        let gen = self.workers[wi].gen;
+        self.push_event(
+            end,
+            EventKind::PassEnd {
+                worker: wi as u32,
+                gen,
+            },
+        );
+    }
+
+    /// Starts a stride of identical pure-decode passes on a single-rank worker when its engine
+    /// allows one (spec §4.4 passes that would repeat with the same cost). The stride's passes
+    /// end at the same times the step-by-step passes would (each end is the previous end plus
+    /// the duration), and any work delivered to the worker cuts it at the next pass boundary, so
+    /// results are identical to running them one by one.
+    fn start_stride(&mut self, wi: usize) -> bool {
+        let worker = &mut self.workers[wi];
+        if worker.ranks.len() != 1 {
+            return false;
+        }
+        let Some((k, d)) = worker.ranks[0].plan_stride(u32::MAX) else {
+            return false;
+        };
+        let cap = self.cfg.max_sim_time_ms;
+        worker.stride_ends.clear();
+        let mut t = self.now;
+        for i in 0..k {
+            // Like the step loop: no pass starts once the clock is past the time cap.
+            if i > 0 && cap.is_some_and(|c| t > c) {
+                break;
+            }
+            t += d;
+            worker.stride_ends.push(t);
+        }
+        if worker.stride_ends.len() < 2 {
+            return false;
+        }
+        worker.stride_passes = worker.stride_ends.len() as u32;
+        worker.busy = true;
+        worker.stalled = false;
+        self.push_pass_end(wi, t);
+        true
+    }
+
+    /// Work was delivered to worker `wi` at `now`: a running stride stops at the first pass
+    /// boundary at or after `now`, where the step-by-step passes would have admitted it.
+    fn interrupt_stride(&mut self, wi: usize) {
+        let now = self.now;
+        let worker = &mut self.workers[wi];
+        let k = worker.stride_passes as usize;
+        if k == 0 || !worker.busy {
+            return;
+        }
+        let Some(j) = worker.stride_ends[..k].iter().position(|&t| t >= now) else {
+            return;
+        };
+        if j + 1 == k {
+            return; // ends at its planned end anyway
+        }
+        worker.stride_passes = (j + 1) as u32;
+        let end = worker.stride_ends[j];
+        if end == now {
+            // That pass ends right now: its PassEnd would come before this delivery.
+            worker.gen = worker.gen.wrapping_add(1);
+            // Only tokens are applied (no completion happens inside a stride).
+            let _ = self.pass_end(wi);
+        } else {
+            self.push_pass_end(wi, end);
         }
     }
 
@@ -568,7 +685,12 @@ impl<'w> Sim<'w> {
 
     fn apply_event(&mut self, ev: Event) -> Result<(), SimError> {
         match ev.kind {
-            EventKind::PassEnd { worker } => self.pass_end(worker as usize),
+            EventKind::PassEnd { worker, gen } => {
+                if self.workers[worker as usize].gen != gen {
+                    return Ok(()); // a stride that was cut short; its new end is queued
+                }
+                self.pass_end(worker as usize)
+            }
             EventKind::HandoffActivate { req } => {
                 self.activate_handoff(req);
                 Ok(())
@@ -579,6 +701,20 @@ impl<'w> Sim<'w> {
     fn pass_end(&mut self, wi: usize) -> Result<(), SimError> {
         let now = self.now;
         self.workers[wi].busy = false;
+        if self.workers[wi].stride_passes > 0 {
+            let k = self.workers[wi].stride_passes;
+            self.workers[wi].stride_passes = 0;
+            let mut out = std::mem::take(&mut self.workers[wi].outputs[0]);
+            self.workers[wi].ranks[0].apply_stride(k, &self.prompts, &mut out);
+            for &(req, generated) in &out.emitted {
+                for i in 0..k {
+                    let t = self.workers[wi].stride_ends[i as usize];
+                    self.col.token(req, t, generated - k + 1 + i);
+                }
+            }
+            out.emitted.clear();
+            self.workers[wi].outputs[0] = out;
+        }
         let role = self.workers[wi].role;
         let p = self.pool_of_worker(wi);
         let mut load_changed = false;
@@ -667,6 +803,8 @@ impl<'w> Sim<'w> {
         // A busy decode worker takes hand-offs when its pass ends.
         if !self.workers[wi as usize].busy {
             self.retry_reservations(wi as usize);
+        } else {
+            self.interrupt_stride(wi as usize);
         }
     }
 
@@ -709,6 +847,7 @@ impl<'w> Sim<'w> {
         self.workers[pw as usize].stalled = false;
         self.workers[h.decode_worker as usize].ranks[0].activate(h.seq);
         self.workers[h.decode_worker as usize].stalled = false;
+        self.interrupt_stride(h.decode_worker as usize);
         self.col.destination_activated(req, self.now);
     }
 

@@ -1,0 +1,127 @@
+//! The stride path (runs of identical decode passes advanced at once) must give exactly the
+//! results of the step-by-step path, bit for bit, on every kind of configuration.
+
+use clap::Parser;
+use dynosim::cli::{Cli, Command};
+use dynosim::sim::{simulate_with, SimOptions};
+
+/// Report keys that depend on the host's clock.
+const HOST_KEYS: &[&str] = &[
+    "wall_time_ms",
+    "processed_tokens_per_s",
+    "processed_output_tokens_per_s",
+];
+
+fn check(args: &str) {
+    let mut argv = vec!["dynosim".to_string(), "run".to_string()];
+    argv.extend(shell_split(args));
+    let cli = Cli::try_parse_from(&argv).unwrap();
+    let Command::Run(run) = cli.command else {
+        unreachable!()
+    };
+    let mut plan = dynosim::run::plan(&run).unwrap();
+    plan.sim.record_requests = true;
+    let workload = plan.workload.load(plan.sim.topology.block_size()).unwrap();
+    let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true }).unwrap();
+    let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false }).unwrap();
+    let strip = |r: &dynosim::report::Report| {
+        let mut f = r.fields.clone();
+        for k in HOST_KEYS {
+            f.remove(*k);
+        }
+        serde_json::to_string(&f).unwrap()
+    };
+    assert_eq!(strip(&a.report), strip(&b.report), "report differs: {args}");
+    assert_eq!(a.records, b.records, "per-request records differ: {args}");
+}
+
+/// Splits on spaces, keeping single-quoted JSON together.
+fn shell_split(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in s.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+const C2K: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/conv_2k.jsonl.gz"
+);
+const SESSIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/sessions.jsonl.gz"
+);
+
+#[test]
+fn round_robin_trace() {
+    check(&format!(
+        "{C2K} --num-workers 3 --extra-engine-args '{{\"block_size\":64}}'"
+    ));
+}
+
+#[test]
+fn kv_router_trace_with_queueing() {
+    check(&format!(
+        "{C2K} --num-workers 4 --router-mode kv_router --extra-engine-args '{{\"block_size\":64}}' \
+         --router-config '{{\"router_queue_threshold\":0.5}}'"
+    ));
+}
+
+#[test]
+fn disaggregated_with_transfer_delay() {
+    check(&format!(
+        "{C2K} --router-mode kv_router --num-prefill-workers 2 --num-decode-workers 3 \
+         --prefill-engine-args '{{\"block_size\":64,\"worker_type\":\"prefill\",\"kv_bytes_per_token\":131072,\"kv_transfer_bandwidth\":25}}' \
+         --decode-engine-args '{{\"block_size\":64,\"worker_type\":\"decode\"}}'"
+    ));
+}
+
+#[test]
+fn eviction_preemption_and_time_cap() {
+    check(&format!(
+        "{C2K} --num-workers 2 --max-sim-time-seconds 300 \
+         --extra-engine-args '{{\"block_size\":16,\"num_gpu_blocks\":3000,\"max_num_seqs\":32}}'"
+    ));
+    check(
+        "--input-tokens 4096 --output-tokens 256 --request-count 100 --replay-concurrency 32 \
+         --extra-engine-args '{\"num_gpu_blocks\":512}'",
+    );
+}
+
+#[test]
+fn sessions_closed_loop_and_small_budget() {
+    check(&format!(
+        "{SESSIONS} --num-workers 2 --replay-concurrency 4 \
+         --extra-engine-args '{{\"block_size\":32,\"max_num_batched_tokens\":2048}}'"
+    ));
+    check(&format!(
+        "{SESSIONS} --num-workers 3 --arrival-speedup-ratio 3 --router-mode kv_router"
+    ));
+}
+
+#[test]
+fn synthetic_open_loop_dp_ranks_and_speedups() {
+    check(
+        "--input-tokens 2048 --output-tokens 300 --request-count 200 --request-rate 30 \
+         --num-workers 2 --extra-engine-args '{\"dp_size\":2,\"speedup_ratio\":2,\"decode_speedup_ratio\":1.5}'",
+    );
+    check(
+        "--input-tokens 5000 --output-tokens 500 --request-count 100 --turns-per-session 3 \
+         --shared-prefix-ratio 0.5 --num-prefix-groups 8 --inter-turn-delay-ms 250 \
+         --replay-concurrency 32 --num-workers 2 --extra-engine-args '{\"max_model_len\":5300}'",
+    );
+}
