@@ -1,10 +1,19 @@
-//! The native G1 KV block pool of a vLLM worker (spec §4.3): physical block copies that are either
-//! private (a partial block owned by one sequence) or cached (a full block registered under its
-//! chained sequence hash, shared by reference count). Cached copies nobody references form the
-//! inactive pool, evicted in plain LRU order. The pool also reports `Stored`/`Removed` events for
-//! the KV router's indexer.
+//! The native G1 KV block pool of a vLLM worker (spec §4.3). Capacity is `num_gpu_blocks` block
+//! copies, each private (a partial block owned by one sequence), or cached (full). Cached copies
+//! nobody references form the inactive pool, evicted in plain LRU order (head first); sequences
+//! release their blocks suffix first. The pool reports `Stored`/`Removed` events of shareable
+//! prompt blocks for the KV router's indexer.
 //!
-//! Storage is index-based: slots live in a `Vec`, the LRU list is intrusive (prev/next indices).
+//! Two kinds of cached blocks are kept, for speed without changing any result:
+//! - *mapped* blocks, findable by their chained sequence hash (the shareable prefixes of
+//!   prompts: see `workload::sharing`), one slot each, reference counted, with duplicate copies
+//!   chained behind the first;
+//! - *anonymous* blocks, whose content no other request can ever match: a sequence only counts
+//!   them, and on release they enter the LRU as one extent of `n` blocks, evicted one block at a
+//!   time from its suffix end, as the per-block LRU would. A preempted sequence's extent keeps
+//!   its owner, so the sequence can re-hit its own blocks when it is re-admitted.
+//!
+//! Private blocks are only counted. Storage is index-based: slots in a `Vec`, an intrusive LRU.
 
 use rustc_hash::FxHashMap;
 
@@ -12,16 +21,14 @@ const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    /// Sequence hash when cached.
+    /// Sequence hash (mapped block) or owner key (owned extent).
     hash: u64,
-    cached: bool,
-    /// In `by_hash` (findable by prefix matching). Cached blocks that nobody else can ever
-    /// match are kept unmapped: they hold capacity and age in the LRU, nothing more.
-    mapped: bool,
-    /// Whether the router is told about this block (prompt blocks only).
+    /// Blocks this LRU entry stands for: 0 for a mapped block, n for an anonymous extent.
+    extent: u32,
+    owned: bool,
+    /// Whether the router is told about this block.
     visible: bool,
     refs: u32,
-    in_lru: bool,
     prev: u32,
     next: u32,
     /// Next copy registered under the same hash.
@@ -49,13 +56,15 @@ pub struct KvPool {
     capacity: u32,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    /// Physical copies in use (private + cached, active or inactive).
+    /// Block copies in use (private, cached active, cached inactive).
     copies: u32,
-    /// Cached copies with no reference (the LRU pool).
+    /// Cached copies with no reference (the LRU pool), in blocks.
     inactive: u32,
     lru_head: u32,
     lru_tail: u32,
     by_hash: FxHashMap<u64, u32>,
+    /// Inactive extents of preempted sequences, by owner key.
+    owners: FxHashMap<u64, u32>,
     events: Vec<KvEvent>,
     record_events: bool,
 }
@@ -71,6 +80,7 @@ impl KvPool {
             lru_head: NIL,
             lru_tail: NIL,
             by_hash: FxHashMap::default(),
+            owners: FxHashMap::default(),
             events: Vec::new(),
             record_events,
         }
@@ -80,13 +90,13 @@ impl KvPool {
         self.capacity
     }
 
-    /// Blocks referenced by running sequences (`copies − inactive`).
+    /// Blocks referenced by resident sequences (`copies − inactive`).
     #[inline]
     pub fn num_active(&self) -> u32 {
         self.copies - self.inactive
     }
 
-    /// Blocks that can be handed out without failing: free capacity plus evictable copies.
+    /// Blocks that can be handed out: free capacity plus evictable copies.
     #[inline]
     pub fn available(&self) -> u32 {
         self.capacity - self.copies + self.inactive
@@ -116,12 +126,6 @@ impl KvPool {
         m
     }
 
-    /// Whether `hash` is present, and if so whether a copy of it is referenced.
-    pub fn lookup(&self, hash: u64) -> Option<bool> {
-        let &first = self.by_hash.get(&hash)?;
-        Some(self.active_copy(first) != NIL)
-    }
-
     fn active_copy(&self, first: u32) -> u32 {
         let mut s = first;
         while s != NIL {
@@ -131,6 +135,19 @@ impl KvPool {
             s = self.slots[s as usize].next_dup;
         }
         NIL
+    }
+
+    fn new_slot(&mut self, slot: Slot) -> u32 {
+        match self.free_slots.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        }
     }
 
     /// Takes a reference on a copy of a present hash (an active copy if one exists, otherwise the
@@ -148,70 +165,36 @@ impl KvPool {
     }
 
     /// Allocates `n` private blocks all-or-nothing, evicting inactive copies from the LRU head as
-    /// needed. Pushes the new slot ids onto `out`. Returns false (allocating nothing) when the pool
-    /// cannot supply them.
-    pub fn allocate(&mut self, n: u32, out: &mut Vec<u32>) -> bool {
+    /// needed. Returns false (allocating nothing) when the pool cannot supply them.
+    pub fn allocate(&mut self, n: u32) -> bool {
         if n > self.available() {
             return false;
         }
         let free = self.capacity - self.copies;
-        let mut to_evict = n.saturating_sub(free);
-        while to_evict > 0 {
-            self.evict_head();
-            to_evict -= 1;
-        }
-        for _ in 0..n {
-            let slot = Slot {
-                hash: 0,
-                cached: false,
-                mapped: false,
-                visible: false,
-                refs: 1,
-                in_lru: false,
-                prev: NIL,
-                next: NIL,
-                next_dup: NIL,
-            };
-            let id = match self.free_slots.pop() {
-                Some(id) => {
-                    self.slots[id as usize] = slot;
-                    id
-                }
-                None => {
-                    self.slots.push(slot);
-                    (self.slots.len() - 1) as u32
-                }
-            };
-            self.copies += 1;
-            out.push(id);
-        }
+        self.evict(n.saturating_sub(free));
+        self.copies += n;
         true
     }
 
-    /// Marks a private block that just became full as cached without making it findable (its
-    /// content is unique to its sequence). [`KvPool::map`] can expose it later.
-    pub fn seal(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        debug_assert!(!s.cached);
-        s.cached = true;
+    /// Returns `n` private blocks.
+    pub fn free_private(&mut self, n: u32) {
+        self.copies -= n;
     }
 
-    /// Makes a sealed block findable under `hash` (no router event: it is never a prompt block
-    /// another request could share).
-    pub fn map(&mut self, slot: u32, hash: u64) {
-        debug_assert!(self.slots[slot as usize].cached && !self.slots[slot as usize].mapped);
-        self.slots[slot as usize].cached = false;
-        self.register(slot, hash, false);
-    }
-
-    /// Registers a private block that just became full under its sequence hash.
-    pub fn register(&mut self, slot: u32, hash: u64, visible: bool) {
-        let s = &mut self.slots[slot as usize];
-        debug_assert!(!s.cached);
-        s.cached = true;
-        s.mapped = true;
-        s.hash = hash;
-        s.visible = visible;
+    /// One private block of the caller became full with shareable content: it becomes a cached
+    /// block findable under `hash` (a duplicate copy if the hash is already present). Returns its
+    /// slot, referenced once.
+    pub fn register_private(&mut self, hash: u64, visible: bool) -> u32 {
+        let slot = self.new_slot(Slot {
+            hash,
+            extent: 0,
+            owned: false,
+            visible,
+            refs: 1,
+            prev: NIL,
+            next: NIL,
+            next_dup: NIL,
+        });
         match self.by_hash.entry(hash) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 // Another copy of the same content: chain it behind the first.
@@ -227,74 +210,130 @@ impl KvPool {
                 }
             }
         }
+        slot
     }
 
-    /// Drops one reference. Cached copies nobody references join the LRU tail; private copies
-    /// return their capacity at once.
+    /// Drops one reference to a mapped block; unreferenced, it joins the LRU tail.
     pub fn release(&mut self, slot: u32) {
         let s = &mut self.slots[slot as usize];
         debug_assert!(s.refs > 0);
         s.refs -= 1;
-        if s.refs > 0 {
-            return;
-        }
-        if s.cached {
+        if s.refs == 0 {
             self.lru_push_tail(slot);
             self.inactive += 1;
-        } else {
-            self.copies -= 1;
-            self.free_slots.push(slot);
         }
     }
 
-    fn evict_head(&mut self) {
-        let victim = self.lru_head;
-        debug_assert!(victim != NIL);
-        self.lru_remove(victim);
-        self.inactive -= 1;
-        self.copies -= 1;
-        if !self.slots[victim as usize].mapped {
-            self.slots[victim as usize].cached = false;
-            self.free_slots.push(victim);
+    /// `n` anonymous blocks a sequence held are released: they join the LRU tail as one extent
+    /// (suffix evicted first). With `owner`, the extent can be re-acquired by that sequence.
+    pub fn release_anonymous(&mut self, n: u32, owner: Option<u64>) {
+        if n == 0 {
             return;
         }
-        self.slots[victim as usize].mapped = false;
+        let slot = self.new_slot(Slot {
+            hash: owner.unwrap_or(0),
+            extent: n,
+            owned: owner.is_some(),
+            visible: false,
+            refs: 0,
+            prev: NIL,
+            next: NIL,
+            next_dup: NIL,
+        });
+        if let Some(key) = owner {
+            if let Some(old) = self.owners.insert(key, slot) {
+                self.slots[old as usize].owned = false;
+            }
+        }
+        self.lru_push_tail(slot);
+        self.inactive += n;
+    }
+
+    /// Blocks of `owner`'s inactive extent still in the pool (its prefix side).
+    pub fn owned_blocks(&self, owner: u64) -> u32 {
+        self.owners
+            .get(&owner)
+            .map_or(0, |&s| self.slots[s as usize].extent)
+    }
+
+    /// Re-acquires the first `n` blocks of `owner`'s extent (they become the caller's anonymous
+    /// blocks again). The rest of the extent stays inactive, no longer findable.
+    pub fn take_owned(&mut self, owner: u64, n: u32) -> u32 {
+        let Some(slot) = self.owners.remove(&owner) else {
+            return 0;
+        };
+        let s = &mut self.slots[slot as usize];
+        s.owned = false;
+        let taken = n.min(s.extent);
+        s.extent -= taken;
+        self.inactive -= taken;
+        if s.extent == 0 {
+            self.lru_remove(slot);
+            self.free_slots.push(slot);
+        }
+        taken
+    }
+
+    /// Evicts `n` inactive blocks from the LRU head.
+    fn evict(&mut self, mut n: u32) {
+        while n > 0 {
+            let victim = self.lru_head;
+            debug_assert!(victim != NIL);
+            let extent = self.slots[victim as usize].extent;
+            if extent > 0 {
+                let e = extent.min(n);
+                self.slots[victim as usize].extent -= e;
+                self.inactive -= e;
+                self.copies -= e;
+                n -= e;
+                if e == extent {
+                    self.lru_remove(victim);
+                    if self.slots[victim as usize].owned {
+                        self.owners.remove(&self.slots[victim as usize].hash);
+                    }
+                    self.free_slots.push(victim);
+                }
+                continue;
+            }
+            self.lru_remove(victim);
+            self.inactive -= 1;
+            self.copies -= 1;
+            n -= 1;
+            self.unmap(victim);
+            self.free_slots.push(victim);
+        }
+    }
+
+    /// Removes an evicted mapped block from its hash chain.
+    fn unmap(&mut self, victim: u32) {
         let hash = self.slots[victim as usize].hash;
         let visible = self.slots[victim as usize].visible;
-        // Unlink from its hash chain.
         let next = self.slots[victim as usize].next_dup;
         self.slots[victim as usize].next_dup = NIL;
-        let first = match self.by_hash.entry(hash) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                let first = *e.get();
-                if first == victim {
-                    if next == NIL {
-                        e.remove();
-                        if visible && self.record_events {
-                            self.events.push(KvEvent::Removed(hash));
-                        }
-                    } else {
-                        e.insert(next);
-                    }
-                }
-                first
-            }
-            std::collections::hash_map::Entry::Vacant(_) => unreachable!("mapped block in map"),
+        let Some(first) = self.by_hash.get_mut(&hash) else {
+            debug_assert!(false, "mapped block missing from the map");
+            return;
         };
-        if first != victim {
-            let mut p = first;
-            while self.slots[p as usize].next_dup != victim {
-                p = self.slots[p as usize].next_dup;
+        if *first == victim {
+            if next == NIL {
+                self.by_hash.remove(&hash);
+                if visible && self.record_events {
+                    self.events.push(KvEvent::Removed(hash));
+                }
+            } else {
+                *first = next;
             }
-            self.slots[p as usize].next_dup = next;
+            return;
         }
-        self.slots[victim as usize].cached = false;
-        self.free_slots.push(victim);
+        let mut p = *first;
+        while self.slots[p as usize].next_dup != victim {
+            p = self.slots[p as usize].next_dup;
+        }
+        self.slots[p as usize].next_dup = next;
     }
 
     fn lru_push_tail(&mut self, slot: u32) {
         let s = &mut self.slots[slot as usize];
-        s.in_lru = true;
         s.prev = self.lru_tail;
         s.next = NIL;
         if self.lru_tail != NIL {
@@ -318,26 +357,22 @@ impl KvPool {
             self.lru_tail = prev;
         }
         let s = &mut self.slots[slot as usize];
-        s.in_lru = false;
         s.prev = NIL;
         s.next = NIL;
     }
 
-    /// Consistency check used by tests: counters agree with the slots.
+    /// Consistency check used by tests: the LRU holds exactly the inactive blocks.
     #[cfg(test)]
     pub fn check(&self) {
-        let live: Vec<&Slot> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.free_slots.contains(&(*i as u32)))
-            .map(|(_, s)| s)
-            .collect();
-        assert_eq!(live.len() as u32, self.copies);
-        assert_eq!(
-            live.iter().filter(|s| s.in_lru).count() as u32,
-            self.inactive
-        );
+        let mut blocks = 0u32;
+        let mut s = self.lru_head;
+        while s != NIL {
+            let slot = &self.slots[s as usize];
+            blocks += if slot.extent > 0 { slot.extent } else { 1 };
+            assert_eq!(slot.refs, 0);
+            s = slot.next;
+        }
+        assert_eq!(blocks, self.inactive);
         assert!(self.copies <= self.capacity);
     }
 }
@@ -347,17 +382,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocate_register_release_and_reuse() {
+    fn register_release_reuse_and_suffix_first_eviction() {
         let mut p = KvPool::new(4, true);
-        let mut blocks = Vec::new();
-        assert!(p.allocate(3, &mut blocks));
-        p.register(blocks[0], 10, true);
-        p.register(blocks[1], 11, true);
+        assert!(p.allocate(3));
+        let a = p.register_private(10, true);
+        let b = p.register_private(11, true);
         assert_eq!(p.num_active(), 3);
-        // Release in reverse order: the suffix becomes the older LRU entry.
-        for &b in blocks.iter().rev() {
-            p.release(b);
-        }
+        // Release suffix first: the private tail, then 11, then 10.
+        p.free_private(1);
+        p.release(b);
+        p.release(a);
         assert_eq!(p.num_active(), 0);
         assert_eq!(p.available(), 4);
         assert_eq!(
@@ -367,9 +401,8 @@ mod tests {
                 active_blocks: 0
             }
         );
-        // Allocating 3 needs one eviction (1 free + 2 inactive): the suffix (11) goes first.
-        let mut more = Vec::new();
-        assert!(p.allocate(3, &mut more));
+        // Allocating 3 needs one eviction (2 free + 2 inactive): the suffix (11) goes first.
+        assert!(p.allocate(3));
         assert_eq!(p.match_prefix(&[10, 11]).blocks, 1);
         let ev: Vec<_> = p.drain_events().collect();
         assert_eq!(
@@ -386,16 +419,15 @@ mod tests {
     #[test]
     fn acquire_prefers_active_copies_and_all_or_nothing_allocation() {
         let mut p = KvPool::new(3, false);
-        let mut a = Vec::new();
-        assert!(p.allocate(1, &mut a));
-        p.register(a[0], 7, true);
+        assert!(p.allocate(1));
+        let a = p.register_private(7, true);
         let s = p.acquire(7).unwrap();
-        assert_eq!(s, a[0]);
+        assert_eq!(s, a);
         assert_eq!(p.match_prefix(&[7]).active_blocks, 1);
-        assert!(!p.allocate(3, &mut Vec::new()));
+        assert!(!p.allocate(3));
         assert_eq!(p.num_active(), 1);
         p.release(s);
-        p.release(a[0]);
+        p.release(a);
         assert_eq!(p.num_active(), 0);
         assert_eq!(p.match_prefix(&[7]).active_blocks, 0);
         p.check();
@@ -404,18 +436,38 @@ mod tests {
     #[test]
     fn duplicate_copies_keep_hash_until_last_evicted() {
         let mut p = KvPool::new(2, true);
-        let mut a = Vec::new();
-        assert!(p.allocate(2, &mut a));
-        p.register(a[0], 5, true);
-        p.register(a[1], 5, true);
-        p.release(a[0]);
-        p.release(a[1]);
-        assert!(p.allocate(1, &mut Vec::new()));
+        assert!(p.allocate(2));
+        let a = p.register_private(5, true);
+        let b = p.register_private(5, true);
+        p.release(a);
+        p.release(b);
+        assert!(p.allocate(1));
         assert_eq!(p.match_prefix(&[5]).blocks, 1);
-        assert!(p.allocate(1, &mut Vec::new()));
+        assert!(p.allocate(1));
         assert_eq!(p.match_prefix(&[5]).blocks, 0);
         let ev: Vec<_> = p.drain_events().collect();
         assert_eq!(ev, vec![KvEvent::Stored(5), KvEvent::Removed(5)]);
+        p.check();
+    }
+
+    #[test]
+    fn anonymous_extents_evict_block_by_block_and_owners_rehit() {
+        let mut p = KvPool::new(10, false);
+        assert!(p.allocate(6));
+        p.release_anonymous(6, Some(99));
+        assert_eq!(p.num_active(), 0);
+        assert_eq!(p.owned_blocks(99), 6);
+        // 4 free blocks, then 2 evicted from the extent's suffix end.
+        assert!(p.allocate(6));
+        assert_eq!(p.owned_blocks(99), 4);
+        p.check();
+        assert_eq!(p.take_owned(99, 3), 3);
+        assert_eq!(p.owned_blocks(99), 0);
+        assert_eq!(p.num_active(), 9);
+        // The remaining block is still inactive and evictable.
+        assert_eq!(p.available(), 1);
+        assert!(p.allocate(1));
+        assert_eq!(p.available(), 0);
         p.check();
     }
 }

@@ -39,9 +39,13 @@ struct Seq {
     max_output: u32,
     generated: u32,
     num_computed: u32,
-    /// Slots of the sequence's blocks, in order.
-    blocks: Vec<u32>,
-    /// Leading blocks that are cached (registered or acquired as hits).
+    /// Slots of its leading cached blocks with shareable content (at most `shared`).
+    slots: Vec<u32>,
+    /// Cached full blocks past those (content unique to the request): only counted.
+    anon: u32,
+    /// Private (partial, not yet full) blocks held.
+    tail: u32,
+    /// Leading blocks that are cached (registered or acquired as hits): `slots + anon`.
     registered: u32,
     /// Leading full blocks whose content another request may share (they are hashed).
     shared: u32,
@@ -173,7 +177,9 @@ impl<M: LatencyModel> Engine<M> {
             max_output,
             generated: 0,
             num_computed: 0,
-            blocks: Vec::new(),
+            slots: Vec::new(),
+            anon: 0,
+            tail: 0,
             registered: 0,
             shared: 0,
             exposed: false,
@@ -187,9 +193,9 @@ impl<M: LatencyModel> Engine<M> {
         };
         match self.free_seqs.pop() {
             Some(id) => {
-                let old_blocks = std::mem::take(&mut self.seqs[id as usize].blocks);
+                let old_slots = std::mem::take(&mut self.seqs[id as usize].slots);
                 self.seqs[id as usize] = Seq {
-                    blocks: reuse(old_blocks),
+                    slots: reuse(old_slots),
                     ..seq
                 };
                 id
@@ -234,24 +240,21 @@ impl<M: LatencyModel> Engine<M> {
             return None;
         }
         let s = self.new_seq(req, uuid, input, max_output);
-        let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
+        let mut slots = std::mem::take(&mut self.seqs[s as usize].slots);
         for h in &prompt[..hits as usize] {
             if let Some(slot) = self.pool.acquire(*h) {
-                blocks.push(slot);
+                slots.push(slot);
             }
         }
-        let ok = self.pool.allocate(fresh, &mut blocks);
+        let ok = self.pool.allocate(fresh);
         debug_assert!(ok);
-        for j in hits..input / bs {
-            match prompt.get(j as usize) {
-                Some(&h) => self.pool.register(blocks[j as usize], h, true),
-                None => self.pool.seal(blocks[j as usize]),
-            }
-        }
         let seq = &mut self.seqs[s as usize];
+        seq.slots = slots;
+        seq.registered = hits;
+        seq.tail = fresh;
         seq.shared = prompt.len() as u32;
-        seq.blocks = blocks;
-        seq.registered = input / bs;
+        self.register_full_blocks(s, input / bs, prompt);
+        let seq = &mut self.seqs[s as usize];
         seq.num_computed = input;
         seq.prebuilt = true;
         Some(Reservation {
@@ -273,24 +276,53 @@ impl<M: LatencyModel> Engine<M> {
         }
     }
 
-    /// Releases the blocks of a sequence, suffix first, and recycles it.
-    fn free_seq(&mut self, s: u32) {
-        let blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
-        for &b in blocks.iter().rev() {
+    /// Releases the blocks of a sequence, suffix first: private tail, anonymous blocks (as
+    /// one extent, findable by the sequence itself when `owned`), then the shareable prefix.
+    fn release_blocks(&mut self, s: u32, owned: bool) {
+        let seq = &mut self.seqs[s as usize];
+        let (tail, anon, uuid) = (seq.tail, seq.anon, seq.uuid);
+        seq.tail = 0;
+        seq.anon = 0;
+        seq.registered = 0;
+        let slots = std::mem::take(&mut seq.slots);
+        self.pool.free_private(tail);
+        self.pool.release_anonymous(anon, owned.then_some(uuid));
+        for &b in slots.iter().rev() {
             self.pool.release(b);
         }
-        self.seqs[s as usize].blocks = reuse(blocks);
+        self.seqs[s as usize].slots = reuse(slots);
+    }
+
+    /// Blocks a sequence holds.
+    fn held_blocks(&self, s: u32) -> u32 {
+        let seq = &self.seqs[s as usize];
+        seq.registered + seq.tail
+    }
+
+    /// Releases the blocks of a finished sequence and recycles it.
+    fn free_seq(&mut self, s: u32) {
+        self.release_blocks(s, false);
         self.free_seqs.push(s);
     }
 
-    /// Key of full block `j` of sequence `s`: the content hash for the shareable prefix
-    /// (`prompt` holds exactly those), otherwise a key unique to the request.
-    #[inline]
-    fn block_key(&self, s: u32, j: u32, prompt: &[u64]) -> u64 {
-        match prompt.get(j as usize) {
-            Some(&h) => h,
-            None => unique_block_key(self.seqs[s as usize].uuid, j),
+    /// Takes the `n` leading cached blocks found by [`Engine::prefill_hits`]: the shareable
+    /// prefix by hash, then (a preempted sequence) its own released blocks.
+    fn acquire_hits(&mut self, s: u32, n: u32, prompt: &[u64]) {
+        let by_hash = n.min(prompt.len() as u32);
+        for &h in &prompt[..by_hash as usize] {
+            if let Some(slot) = self.pool.acquire(h) {
+                self.seqs[s as usize].slots.push(slot);
+            }
         }
+        let own = if n > by_hash {
+            self.pool
+                .take_owned(self.seqs[s as usize].uuid, n - by_hash)
+        } else {
+            0
+        };
+        let seq = &mut self.seqs[s as usize];
+        seq.anon = own;
+        seq.registered = seq.slots.len() as u32 + own;
     }
 
     fn seq_len(&self, s: u32) -> u32 {
@@ -319,17 +351,10 @@ impl<M: LatencyModel> Engine<M> {
         let cap = len.saturating_sub(1) / self.block_size;
         let shared = (prompt.len() as u32).min(cap);
         let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
-        if m.blocks == shared && self.seqs[s as usize].exposed {
-            let uuid = self.seqs[s as usize].uuid;
-            for j in shared..cap {
-                match self.pool.lookup(unique_block_key(uuid, j)) {
-                    Some(active) => {
-                        m.blocks += 1;
-                        m.active_blocks += active as u32;
-                    }
-                    None => break,
-                }
-            }
+        if m.blocks == prompt.len() as u32 && cap > m.blocks && self.seqs[s as usize].exposed {
+            // Its own blocks past the shareable prefix, released when it was preempted.
+            let own = self.pool.owned_blocks(self.seqs[s as usize].uuid);
+            m.blocks += own.min(cap - m.blocks);
         }
         m
     }
@@ -367,12 +392,9 @@ impl<M: LatencyModel> Engine<M> {
         let target_blocks = (eff_before + take).div_ceil(bs);
         let mut pos = running_pos;
         loop {
-            let have = self.seqs[s as usize].blocks.len() as u32;
-            let need = target_blocks.saturating_sub(have);
-            let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
-            let ok = self.pool.allocate(need, &mut blocks);
-            self.seqs[s as usize].blocks = blocks;
-            if ok {
+            let need = target_blocks.saturating_sub(self.held_blocks(s));
+            if self.pool.allocate(need) {
+                self.seqs[s as usize].tail += need;
                 break;
             }
             // Preempt a victim (spec §4.5) and retry.
@@ -423,21 +445,23 @@ impl<M: LatencyModel> Engine<M> {
     /// a key unique to the request once it has been preempted.
     fn register_full_blocks(&mut self, s: u32, full: u32, prompt: &[u64]) {
         let mut j = self.seqs[s as usize].registered;
-        let exposed = self.seqs[s as usize].exposed;
-        while j < full {
-            let slot = self.seqs[s as usize].blocks[j as usize];
-            if let Some(&h) = prompt.get(j as usize) {
-                self.pool.register(slot, h, true);
-            } else if exposed {
-                let key = unique_block_key(self.seqs[s as usize].uuid, j);
-                self.pool.register(slot, key, false);
-            } else {
-                self.pool.seal(slot);
-            }
+        if j >= full {
+            return;
+        }
+        // Shareable prefix blocks become findable one by one...
+        while j < full && (j as usize) < prompt.len() {
+            let slot = self.pool.register_private(prompt[j as usize], true);
+            let seq = &mut self.seqs[s as usize];
+            seq.slots.push(slot);
+            seq.tail -= 1;
             j += 1;
         }
+        // ...the rest are only counted.
         let seq = &mut self.seqs[s as usize];
-        seq.registered = seq.registered.max(full);
+        let n = full - j;
+        seq.anon += n;
+        seq.tail -= n;
+        seq.registered = full;
     }
 
     /// Decode step time of `ready` sequences with mean context `context`, speed-ups applied.
@@ -490,7 +514,7 @@ impl<M: LatencyModel> Engine<M> {
             k = k.min(rem);
             // Pass i computes position num_computed + i - 1; it allocates once that reaches
             // the capacity of the blocks held.
-            let held_tokens = seq.blocks.len() as u32 * bs;
+            let held_tokens = (seq.registered + seq.tail) * bs;
             if held_tokens <= seq.num_computed {
                 return None;
             }
@@ -545,26 +569,13 @@ impl<M: LatencyModel> Engine<M> {
             }
             seq.sched_pass = u64::MAX;
         }
-        let registered = seq.registered;
         seq.num_computed = 0;
         seq.registered = 0;
         seq.status = Status::Waiting;
         seq.prebuilt = false;
-        // Its re-admission may hit its own blocks: make the unique ones findable from now on.
-        if !seq.exposed {
-            seq.exposed = true;
-            let (uuid, shared) = (seq.uuid, seq.shared);
-            for j in shared..registered {
-                let slot = self.seqs[victim as usize].blocks[j as usize];
-                self.pool.map(slot, unique_block_key(uuid, j));
-            }
-        }
-        let seq = &mut self.seqs[victim as usize];
-        let blocks = std::mem::take(&mut seq.blocks);
-        for &b in blocks.iter().rev() {
-            self.pool.release(b);
-        }
-        self.seqs[victim as usize].blocks = reuse(blocks);
+        // Its re-admission may hit its own blocks: its anonymous ones stay findable by it.
+        seq.exposed = true;
+        self.release_blocks(victim, true);
         self.waiting.push_front(victim);
     }
 
@@ -622,10 +633,7 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 let prompt = &prompts[req as usize];
                 let (m, held) = if prebuilt {
-                    (
-                        PrefixMatch::default(),
-                        self.seqs[s as usize].blocks.len() as u32,
-                    )
+                    (PrefixMatch::default(), self.held_blocks(s))
                 } else {
                     (self.prefill_hits(s, prompt), 0)
                 };
@@ -635,17 +643,9 @@ impl<M: LatencyModel> Engine<M> {
                     break;
                 }
                 // Take the hits, then schedule with the precomputed prefill cost.
-                let mut blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
                 if !prebuilt {
-                    for j in 0..m.blocks {
-                        let h = self.block_key(s, j, prompt);
-                        if let Some(slot) = self.pool.acquire(h) {
-                            blocks.push(slot);
-                        }
-                    }
-                    self.seqs[s as usize].registered = m.blocks;
+                    self.acquire_hits(s, m.blocks, prompt);
                 }
-                self.seqs[s as usize].blocks = blocks;
                 let cached_tokens = if prebuilt {
                     0
                 } else {
@@ -663,21 +663,16 @@ impl<M: LatencyModel> Engine<M> {
                 if let Sched::Blocked = res {
                     // Give the hits back and stop admitting.
                     if !prebuilt {
-                        let blocks = std::mem::take(&mut self.seqs[s as usize].blocks);
-                        for &b in blocks.iter().rev() {
-                            self.pool.release(b);
-                        }
-                        self.seqs[s as usize].blocks = reuse(blocks);
-                        self.seqs[s as usize].registered = 0;
+                        let exposed = self.seqs[s as usize].exposed;
+                        self.release_blocks(s, exposed);
                     }
                     break;
                 }
                 self.waiting.pop_front();
                 let seq = &mut self.seqs[s as usize];
                 seq.status = Status::Running;
-                let reused = if seq.admitted_before && !seq.prebuilt {
-                    cached_tokens.min(seq.input)
-                } else if seq.prebuilt {
+                // A hand-off's prompt was computed elsewhere: it reports no reuse here.
+                let reused = if seq.prebuilt {
                     0
                 } else {
                     cached_tokens.min(seq.input)
@@ -758,12 +753,6 @@ impl<M: LatencyModel> Engine<M> {
         }
         prefill_ms + decode_ms
     }
-}
-
-/// Key of a block whose content is unique to request `uuid` (past its shareable prefix).
-#[inline]
-fn unique_block_key(uuid: u64, j: u32) -> u64 {
-    splitmix(uuid.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ ((j as u64) << 40) ^ 0xA5A5_0000_0000_0001)
 }
 
 fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
