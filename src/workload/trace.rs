@@ -30,7 +30,7 @@ use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -210,7 +210,7 @@ impl<'a> TraceBuilder<'a> {
             interner: BlockInterner::default(),
             turns: Vec::new(),
             sessions: Vec::new(),
-            session_index: HashMap::new(),
+            session_index: HashMap::default(),
             clamped_rows: 0,
             first_clamped_line: 0,
         })
