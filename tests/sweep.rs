@@ -419,18 +419,18 @@ fn sigkill_then_resume_equals_a_whole_run() {
 
 #[test]
 
-fn quickstart_runs_in_seconds() {
+fn quickstart_runs_on_the_bundled_trace() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q");
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/quickstart.yaml");
-    let start = Instant::now();
     dynosim()
         .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
         .assert()
         .code(0)
         .stdout(predicate::str::contains("rank"));
-    assert!(start.elapsed() < Duration::from_secs(60));
-    assert!(out.join("leaderboard.csv").exists());
+    let csv = std::fs::read_to_string(out.join("leaderboard.csv")).unwrap();
+    // Header plus one row per point (3 worker counts x 2 routers).
+    assert_eq!(csv.lines().count(), 7, "{csv}");
 }
 
 #[test]
