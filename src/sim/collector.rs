@@ -112,19 +112,52 @@ impl Collector {
             r.first_token = now;
         } else {
             let gap = now - r.last_token;
-            if gap.to_bits() == self.pending_gap.to_bits() {
-                self.pending_count += 1;
-            } else {
-                self.gaps.add(self.pending_gap, self.pending_count);
-                self.pending_gap = gap;
-                self.pending_count = 1;
-            }
             if r.second_token.is_none() {
                 r.second_token = Some(now);
             }
+            r.last_token = now;
+            r.n_out += 1;
+            self.gap(gap, 1);
+            return;
         }
         r.last_token = now;
         r.n_out += 1;
+    }
+
+    /// Tokens of a stride: every request of `emitted` (request, generated count after the
+    /// stride) emitted one token at each of `ends`. Same effect as calling [`Collector::token`]
+    /// for each of them, pass by pass, at O(requests + passes) cost: the gaps between
+    /// consecutive pass ends are shared by all requests.
+    pub fn stride_tokens(&mut self, emitted: &[(u32, u32)], ends: &[f64]) {
+        let k = ends.len() as u32;
+        if k == 0 || emitted.is_empty() {
+            return;
+        }
+        for &(req, generated) in emitted {
+            // First token of the stride: its own gap (or first/second token bookkeeping).
+            self.token(req, ends[0], generated - k + 1);
+            let r = &mut self.recs[req as usize];
+            if k > 1 && r.second_token.is_none() {
+                r.second_token = Some(ends[1]);
+            }
+            r.last_token = ends[k as usize - 1];
+            r.n_out += k - 1;
+        }
+        let n = emitted.len() as u64;
+        for w in ends.windows(2) {
+            self.gap(w[1] - w[0], n);
+        }
+    }
+
+    #[inline]
+    fn gap(&mut self, gap: f64, count: u64) {
+        if gap.to_bits() == self.pending_gap.to_bits() {
+            self.pending_count += count;
+        } else {
+            self.gaps.add(self.pending_gap, self.pending_count);
+            self.pending_gap = gap;
+            self.pending_count = count;
+        }
     }
 
     pub fn completed(&mut self, req: u32, now: f64) {

@@ -706,12 +706,8 @@ impl<'w> Sim<'w> {
             self.workers[wi].stride_passes = 0;
             let mut out = std::mem::take(&mut self.workers[wi].outputs[0]);
             self.workers[wi].ranks[0].apply_stride(k, &self.prompts, &mut out);
-            for &(req, generated) in &out.emitted {
-                for i in 0..k {
-                    let t = self.workers[wi].stride_ends[i as usize];
-                    self.col.token(req, t, generated - k + 1 + i);
-                }
-            }
+            self.col
+                .stride_tokens(&out.emitted, &self.workers[wi].stride_ends[..k as usize]);
             out.emitted.clear();
             self.workers[wi].outputs[0] = out;
         }

@@ -28,9 +28,9 @@
 
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
+use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
-use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
