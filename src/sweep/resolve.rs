@@ -13,6 +13,7 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use crate::config::engine_args::parse_engine_args;
+use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
@@ -506,6 +507,13 @@ impl<'s> Resolver<'s> {
                 }
             }
         };
+        let ranks = engine_ranks(&topology);
+        if ranks > MAX_ENGINE_RANKS {
+            problems.push(format!(
+                "{ranks} engine ranks (workers x dp_size) is above the limit of \
+                 {MAX_ENGINE_RANKS}"
+            ));
+        }
         let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
         let (source, load, max_sim_time_ms) =
             workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;

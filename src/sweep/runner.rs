@@ -14,6 +14,7 @@ use super::record::{
 use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
 use super::{SweepError, SweepOptions, SweepOutcome};
+use crate::config::limits::{check_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape};
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
@@ -202,13 +203,28 @@ fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
     }
 }
 
-/// Refuses a non-empty output folder unless resuming; refuses a file in its place.
+/// Refuses a non-empty output folder unless resuming; refuses a file in its place or on its
+/// path (found before anything is loaded or run; nothing is created here).
 fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SweepError::Input(InputError::new(format!(
             "output folder {} is a file",
             dir.display()
         ))));
+    }
+    let mut ancestor = dir.parent();
+    while let Some(a) = ancestor.filter(|a| !a.as_os_str().is_empty()) {
+        match std::fs::metadata(a) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(SweepError::Input(InputError::new(format!(
+                    "cannot write to output folder {}: {} is a file, not a folder",
+                    dir.display(),
+                    a.display()
+                ))))
+            }
+            Err(_) => ancestor = a.parent(),
+        }
     }
     if !resume {
         if let Ok(mut entries) = std::fs::read_dir(dir) {
@@ -296,6 +312,40 @@ struct Task {
     rec: PointRecord,
     config: SimConfig,
     workload: usize,
+}
+
+/// Moves the tasks whose simulation would not fit in `budget` bytes to `settled`, as `failed`
+/// with the reason. Tasks whose workload shape is not known yet stay.
+fn refuse_oversized(
+    tasks: &mut Vec<Task>,
+    settled: &mut Vec<PointRecord>,
+    shapes: &[Option<WorkloadShape>],
+    budget: u64,
+) {
+    let mut kept = Vec::with_capacity(tasks.len());
+    for mut t in tasks.drain(..) {
+        if let Some(shape) = &shapes[t.workload] {
+            let floor = memory_floor(shape, &t.config);
+            let hint = match floor.largest() {
+                MemoryPart::Requests => {
+                    "lower workload.request_count (or turns_per_session), or split the trace"
+                }
+                MemoryPart::Prompts => {
+                    "lower workload.input_tokens (or the trace's input lengths), or spread the \
+                     arrivals"
+                }
+                MemoryPart::Ranks => "use fewer workers or a smaller dp_size",
+            };
+            if let Err(m) = check_memory(&floor, budget, hint) {
+                t.rec.status = Status::Failed;
+                t.rec.reason = Some(format!("refused: {m}"));
+                settled.push(t.rec);
+                continue;
+            }
+        }
+        kept.push(t);
+    }
+    *tasks = kept;
 }
 
 /// The whole sweep; `stop` says when to stop starting points (Ctrl-C).
@@ -418,9 +468,32 @@ pub(crate) fn run_with(
     }
     let reused = settled.iter().filter(|r| r.status.ran()).count();
 
-    // Load each distinct workload once, before writing anything.
+    // Points whose simulation cannot fit in memory fail with a message instead of being killed
+    // by the OS: synthetic workloads are judged before they are generated, traces once loaded.
+    let budget = memory_budget();
+    let mut shapes: Vec<Option<WorkloadShape>> = sources
+        .iter()
+        .map(|(src, _)| match src {
+            WorkloadSource::Synthetic {
+                spec: s,
+                block_size,
+            } => Some(WorkloadShape::of_synthetic(s, *block_size)),
+            WorkloadSource::Trace { .. } => None,
+        })
+        .collect();
+    refuse_oversized(&mut tasks, &mut settled, &shapes, budget);
+
+    // Load each distinct workload some point still needs once, before writing anything.
+    let mut needed = vec![false; sources.len()];
+    for t in &tasks {
+        needed[t.workload] = true;
+    }
     let mut workloads: Vec<Workload> = Vec::with_capacity(sources.len());
-    for (src, first_point) in &sources {
+    for (i, (src, first_point)) in sources.iter().enumerate() {
+        if !needed[i] {
+            workloads.push(Workload::default());
+            continue;
+        }
         let loaded = match src {
             WorkloadSource::Trace {
                 paths,
@@ -442,8 +515,12 @@ pub(crate) fn run_with(
         for warning in &w.warnings {
             eprintln!("dynosim: warning: {warning}");
         }
+        if shapes[i].is_none() {
+            shapes[i] = Some(WorkloadShape::of_workload(&w));
+        }
         workloads.push(w);
     }
+    refuse_oversized(&mut tasks, &mut settled, &shapes, budget);
     let costs: Vec<u64> = workloads.iter().map(workload_cost).collect();
     if stop() {
         // Ctrl-C while loading: nothing ran, the folder is left as it was.
