@@ -7,14 +7,16 @@
 
 use super::leaderboard::{self, classify, compare, Meta};
 use super::record::{
-    file_sha256, read_points, record_line, workload_identity, write_atomic, PointRecord,
-    PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
-    SPEC_FILE,
+    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
+    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
+    POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
 use super::{SweepError, SweepOptions, SweepOutcome};
-use crate::config::limits::{check_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape};
+use crate::config::limits::{
+    check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
+};
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
@@ -115,6 +117,39 @@ pub(crate) fn checked_size(spec: &Spec, max_points: u64) -> Result<u64, SweepErr
             ))))
         }
     }
+}
+
+/// Memory one simulated point's record takes until the leaderboards are written (its report,
+/// configuration and parameters as JSON values), measured on a synthetic grid and rounded up.
+const POINT_RESULT_BYTES: u64 = 40 << 10;
+/// The same for a point that is not simulated (skipped or invalid: no report).
+const POINT_STUB_BYTES: u64 = 8 << 10;
+
+/// Refuses a run whose results cannot be held in memory until the leaderboards are written.
+pub(crate) fn check_results_fit(
+    spec: &Spec,
+    points: &[ResolvedPoint],
+    budget: u64,
+) -> Result<(), SweepError> {
+    let run = points.iter().filter(|p| p.verdict == Verdict::Run).count() as u64;
+    let stubs = points.len() as u64 - run;
+    let need = run
+        .saturating_mul(POINT_RESULT_BYTES)
+        .saturating_add(stubs.saturating_mul(POINT_STUB_BYTES));
+    if need <= budget {
+        return Ok(());
+    }
+    let shards = need.div_ceil(budget / 2).max(2);
+    Err(SweepError::Input(InputError::new(format!(
+        "{}: the {} points of this run would need about {} of memory for their results (about \
+         {} per simulated point), more than this machine's {}; split the grid into shards \
+         (--shard K/{shards}, then `dynosim merge`) or shrink it",
+        spec.file.display(),
+        points.len(),
+        human_bytes(need),
+        human_bytes(POINT_RESULT_BYTES),
+        human_bytes(budget)
+    ))))
 }
 
 /// Resolves the points of this run (all, or the shard's), in id order. Every point of the grid
@@ -375,6 +410,7 @@ pub(crate) fn run_with(
         return Ok(outcome);
     }
 
+    check_results_fit(&spec, &points, memory_budget())?;
     let dir = output_dir(&spec, opts);
     check_output_dir(&dir, opts.resume)?;
     let previous = if opts.resume {
@@ -698,7 +734,10 @@ pub(crate) fn write_leaderboards(
         pareto: &spec.pareto,
         interrupted,
     };
-    write_atomic(&dir.join(JSON_FILE), &leaderboard::json_bytes(&rows, &meta)).map_err(io)?;
+    write_atomic_with(&dir.join(JSON_FILE), |w| {
+        leaderboard::write_json(&rows, &meta, w)
+    })
+    .map_err(io)?;
     if !quiet {
         print!(
             "{}",
