@@ -198,7 +198,7 @@ fn json_arguments_are_checked() {
         ("T --extra-engine-args {\"num_gpu_block\":100}", &["unknown key \"num_gpu_block\"", "did you mean \"num_gpu_blocks\"", "Valid keys:"]),
         ("T --router-config {\"overlap_credit\":1}", &["--router-config", "did you mean \"overlap_score_credit\""]),
         ("T --extra-engine-args {\"num_gpu_blocks\":\"many\"}", &["\"num_gpu_blocks\"", "an integer in [1, 2147483647]", "string"]),
-        ("T --extra-engine-args {\"num_gpu_blocks\":0}", &["\"num_gpu_blocks\"", ">= 1"]),
+        ("T --extra-engine-args {\"num_gpu_blocks\":0}", &["\"num_gpu_blocks\"", "[1, 2147483647]", "got number 0"]),
         ("T --extra-engine-args {\"max_num_seqs\":0}", &["\"max_num_seqs\""]),
         ("T --extra-engine-args {\"block_size\":null}", &["\"block_size\"", "must not be null"]),
         ("T --extra-engine-args {\"speedup_ratio\":-1}", &["\"speedup_ratio\"", ">= 0"]),
