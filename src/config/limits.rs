@@ -101,7 +101,7 @@ impl WorkloadShape {
             0
         };
         let burst = match spec.arrival {
-            SyntheticArrival::IntervalMs(i) if i == 0.0 => u64::from(spec.request_count),
+            SyntheticArrival::IntervalMs(0.0) => u64::from(spec.request_count),
             _ => 1,
         };
         WorkloadShape {
@@ -133,7 +133,7 @@ impl MemoryFloor {
             (self.prompts, "prompt hashes in flight"),
             (self.ranks, "engine ranks"),
         ];
-        parts.sort_by(|a, b| b.0.cmp(&a.0));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
         parts
             .iter()
             .filter(|(b, _)| *b > 0)
