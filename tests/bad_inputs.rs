@@ -1074,3 +1074,74 @@ fn replay_spec(data: &[u8]) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A trace `dynosim run --replay-concurrency` accepts is accepted by a sweep point, with the same
+// result (closed loop: timestamps optional, sessions in file order).
+
+#[test]
+fn closed_loop_traces_replay_in_a_sweep_like_in_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = concat!(
+        r#"{"timestamp": 500, "input_length": 300, "output_length": 6, "hash_ids": [1]}"#,
+        "\n",
+        r#"{"input_length": 900, "output_length": 3, "hash_ids": [2, 3]}"#,
+        "\n",
+        r#"{"timestamp": 100, "input_length": 50, "output_length": 9, "hash_ids": [4]}"#,
+        "\n",
+    );
+    fs::write(dir.path().join("t.jsonl"), trace).unwrap();
+    let out = cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "t.jsonl",
+            "--replay-concurrency",
+            "1",
+            "--report-json",
+            "run.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::write(
+        dir.path().join("grid.yaml"),
+        "workload: {trace: t.jsonl, replay_concurrency: 1}\n",
+    )
+    .unwrap();
+    let out = cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(["sweep", "grid.yaml", "-o", "out", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |p: &str| -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(dir.path().join(p)).unwrap()).unwrap()
+    };
+    let run = read("run.json");
+    let board = read("out/leaderboard.json");
+    let point = &board["rows"][0]["report"];
+    for (k, v) in run.as_object().unwrap() {
+        if [
+            "wall_time_ms",
+            "processed_tokens_per_s",
+            "processed_output_tokens_per_s",
+        ]
+        .contains(&k.as_str())
+        {
+            continue;
+        }
+        assert_eq!(&point[k], v, "{k}");
+    }
+    assert_eq!(point["completed_requests"], 3);
+}

@@ -126,10 +126,12 @@ impl PointRecord {
 /// or the synthetic spec with the block size it was generated for.
 pub fn workload_identity(src: &WorkloadSource, trace_sha: impl Fn(&Path) -> String) -> Value {
     match src {
+        // Open or closed loop is part of the configuration (`replay_concurrency`).
         WorkloadSource::Trace {
             files,
             paths,
             trace_block_size,
+            ..
         } => json!({
             "kind": "trace",
             "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),

@@ -21,6 +21,7 @@ use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
 use crate::workload::synthetic::SyntheticSpec;
+use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::Mutex;
@@ -35,13 +36,13 @@ use std::sync::Once;
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
     pub simulate: fn(&Workload, &SimConfig) -> Result<SimOutput, SimError>,
-    pub load_trace: fn(&Path, u32) -> Result<Workload, InputError>,
+    pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
 }
 
 pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: crate::sim::simulate,
-    load_trace: crate::workload::trace::load_trace,
+    load_trace: crate::workload::trace::load_trace_with,
     generate: crate::workload::synthetic::generate,
 };
 
@@ -534,8 +535,17 @@ pub(crate) fn run_with(
             WorkloadSource::Trace {
                 paths,
                 trace_block_size,
+                closed_loop,
                 ..
-            } => (backend.load_trace)(&paths[0], *trace_block_size),
+            } => (backend.load_trace)(
+                &paths[0],
+                *trace_block_size,
+                if *closed_loop {
+                    Timing::ClosedLoop
+                } else {
+                    Timing::OpenLoop
+                },
+            ),
             WorkloadSource::Synthetic {
                 spec: s,
                 block_size,
