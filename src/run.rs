@@ -708,7 +708,14 @@ fn check_writable(path: &Path, flag: &str) -> Result<(), InputError> {
             Err(_) => ancestor = dir.parent(),
         }
     }
-    Ok(())
+    let parent = path.parent().unwrap_or(Path::new(""));
+    crate::report::json::probe_writable(parent).map_err(|(probed, e)| {
+        err(format!(
+            "{flag} {}: cannot create files in {}: {e}",
+            path.display(),
+            probed.display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -615,6 +615,14 @@ fn unwritable_output_folders_are_found_before_anything_runs() {
     let (dir, out) = sweep(&format!("{SYN}output: plain/a/b\n"), &[("plain", "x")], &[]);
     assert_refused("output under a file", &out, &["plain/a/b", "is a file"]);
     assert_eq!(files_in(dir.path()), ["grid.yaml", "plain"]);
+    // A folder where nothing can be created.
+    let (dir, out) = sweep(SYN, &[], &["-o", "/proc/dynosim-out"]);
+    assert_refused(
+        "-o in /proc",
+        &out,
+        &["/proc/dynosim-out", "cannot create files in /proc"],
+    );
+    assert_eq!(files_in(dir.path()), ["grid.yaml"]);
     // `-o` is a file.
     let (dir, out) = sweep(SYN, &[("plain", "x")], &["-o", "plain"]);
     assert_refused("-o is a file", &out, &["plain", "is a file"]);
@@ -931,15 +939,17 @@ fn a_failed_run_leaves_no_report() {
     );
     assert_eq!(files_in(dir.path()), ["old.json", "t.jsonl"]);
 
-    // The main report cannot be written after the simulation: the JSONL written just before
-    // is removed again, with the folders made for it.
+    // The main report cannot be written after the simulation (its temporary name is longer
+    // than a file name may be): the JSONL written just before is removed again, with the
+    // folders made for them.
+    let long = format!("out2/{}.json", "a".repeat(245));
     let out = cargo_bin_cmd!("dynosim")
         .current_dir(dir.path())
         .args([
             "run",
             "t.jsonl",
             "--report-json",
-            "/proc/dynosim-cannot-write-here.json",
+            &long,
             "--report-jsonl",
             "out/deeper/r.jsonl",
         ])
@@ -947,11 +957,23 @@ fn a_failed_run_leaves_no_report() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("writing /proc/dynosim-cannot-write-here.json"),
-        "{stderr}"
-    );
+    assert!(stderr.contains(&format!("writing {long}")), "{stderr}");
     assert_eq!(files_in(dir.path()), ["old.json", "t.jsonl"]);
+
+    // Folders where nothing can be created are refused before simulating.
+    let out = cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(["run", "t.jsonl", "--report-json", "/proc/dynosim-r.json"])
+        .output()
+        .unwrap();
+    assert_refused(
+        "report in /proc",
+        &out,
+        &[
+            "--report-json /proc/dynosim-r.json",
+            "cannot create files in /proc",
+        ],
+    );
 
     // A report path under a regular file is refused before simulating.
     let out = cargo_bin_cmd!("dynosim")

@@ -262,6 +262,13 @@ fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
             Err(_) => ancestor = a.parent(),
         }
     }
+    if let Err((probed, e)) = crate::report::json::probe_writable(dir) {
+        return Err(SweepError::Input(InputError::new(format!(
+            "cannot write to output folder {}: cannot create files in {}: {e}",
+            dir.display(),
+            probed.display()
+        ))));
+    }
     if !resume {
         if let Ok(mut entries) = std::fs::read_dir(dir) {
             if entries.next().is_some() {
