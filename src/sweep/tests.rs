@@ -666,3 +666,17 @@ fn results_that_cannot_be_held_in_memory_are_refused_before_running() {
     assert_eq!(shard.len(), 3);
     assert!(runner::check_results_fit(&spec, &shard, 200 << 10).is_ok());
 }
+
+#[test]
+fn merges_that_cannot_be_held_in_memory_are_refused() {
+    assert!(merge::check_merge_fits(100 << 20, 8 << 30).is_ok());
+    let e = merge::check_merge_fits(2 << 30, 8 << 30).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let m = e.to_string();
+    assert!(
+        m.contains("2.0 GiB of points.jsonl")
+            && m.contains("about 20.0 GiB")
+            && m.contains("8.0 GiB"),
+        "{m}"
+    );
+}
