@@ -7,6 +7,9 @@
 
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
 use crate::config::engine_args::parse_engine_args_str;
+use crate::config::limits::{
+    check_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape, MAX_ENGINE_RANKS,
+};
 use crate::config::router_config::parse_router_config_str;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Sla, Topology, WorkerType,
@@ -370,6 +373,13 @@ fn build_topology(
                 int_in_range("--num-prefill-workers", args.num_prefill_workers, 1)?;
             let num_decode_workers =
                 int_in_range("--num-decode-workers", args.num_decode_workers, 1)?;
+            let ranks = u64::from(num_prefill_workers) + u64::from(num_decode_workers);
+            if ranks > MAX_ENGINE_RANKS {
+                return Err(err(format!(
+                    "--num-prefill-workers + --num-decode-workers = {ranks} workers is above the \
+                     limit of {MAX_ENGINE_RANKS} (each keeps its own scheduler and KV cache state)"
+                )));
+            }
             if prefill.worker_type != WorkerType::Prefill {
                 return Err(err(format!(
                     "--prefill-engine-args must set worker_type \"prefill\" (or is_prefill: true), \
@@ -428,6 +438,20 @@ fn build_topology(
                 )));
             }
             let targets = num_workers as u64 * engine.dp_size as u64;
+            if targets > MAX_ENGINE_RANKS {
+                let what = if engine.dp_size == 1 {
+                    format!("--num-workers {num_workers}")
+                } else {
+                    format!(
+                        "--num-workers × dp_size = {num_workers} × {} = {targets} engine ranks",
+                        engine.dp_size
+                    )
+                };
+                return Err(err(format!(
+                    "{what} is above the limit of {MAX_ENGINE_RANKS} engine ranks (each keeps \
+                     its own scheduler and KV cache state); accepted: 1 to {MAX_ENGINE_RANKS}"
+                )));
+            }
             if router_mode == RouterMode::KvRouter && targets <= 1 {
                 return Err(err(
                     "--router-mode kv_router needs more than one worker/DP-rank target \
@@ -498,12 +522,17 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
     })
 }
 
-/// An integer flag that must be `>= min` and fit the target type.
-fn int_in_range<T: TryFrom<i64>>(flag: &str, v: i64, min: i64) -> Result<T, InputError> {
+/// An integer flag that must be `>= min` and fit in a `u32`.
+fn int_in_range(flag: &str, v: i64, min: i64) -> Result<u32, InputError> {
     if v < min {
         return Err(err(format!("{flag} must be >= {min}, got {v}")));
     }
-    T::try_from(v).map_err(|_| err(format!("{flag} is too large: {v}")))
+    u32::try_from(v).map_err(|_| {
+        err(format!(
+            "{flag} is too large: {v} (accepted: {min} to {})",
+            u32::MAX
+        ))
+    })
 }
 
 fn finite_non_negative(flag: &str, v: f64) -> Result<f64, InputError> {
@@ -562,32 +591,131 @@ fn resolve_report_path(arg: Option<&Path>, now: SystemTime) -> PathBuf {
 }
 
 /// Runs a validated plan: workload, simulation, reports, console output.
+///
+/// Report paths that can never be written and simulations that cannot fit in memory are refused
+/// (as input errors) before anything is simulated. The reports are written to temporary names
+/// and renamed; when one cannot be written, the other is removed again, so a failed run leaves
+/// no report behind.
 pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
-    let workload = plan.workload.load(plan.sim.topology.block_size())?;
+    check_writable(&plan.report_json, "--report-json")?;
+    if let Some(path) = &plan.report_jsonl {
+        check_writable(path, "--report-jsonl")?;
+    }
+    let block_size = plan.sim.topology.block_size();
+    let budget = memory_budget();
+    if let WorkloadSource::Synthetic(spec) = &plan.workload {
+        // Checked before generating: the workload itself may be what does not fit.
+        let floor = memory_floor(&WorkloadShape::of_synthetic(spec, block_size), &plan.sim);
+        check_memory(&floor, budget, synthetic_memory_hint(floor.largest())).map_err(err)?;
+    }
+    let workload = plan.workload.load(block_size)?;
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }
+    if let WorkloadSource::Trace { .. } = &plan.workload {
+        let floor = memory_floor(&WorkloadShape::of_workload(&workload), &plan.sim);
+        check_memory(&floor, budget, trace_memory_hint(floor.largest())).map_err(err)?;
+    }
     let out = crate::sim::simulate(&workload, &plan.sim)?;
 
-    create_parent_dir(&plan.report_json)?;
-    crate::report::write_json(&out.report, &plan.report_json)
-        .with_context(|| format!("writing {}", plan.report_json.display()))?;
+    // JSONL first: if the main report then fails, the JSONL is removed again, with any folder
+    // created for them.
+    let mut created: Vec<PathBuf> = missing_folders(&plan.report_json);
     if let Some(path) = &plan.report_jsonl {
-        create_parent_dir(path)?;
-        crate::report::write_jsonl(&out.records, path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        created.extend(missing_folders(path));
+    }
+    created.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    created.dedup();
+    let undo = |written: Option<&PathBuf>| {
+        if let Some(p) = written {
+            let _ = std::fs::remove_file(p);
+        }
+        for dir in &created {
+            let _ = std::fs::remove_dir(dir);
+        }
+    };
+    if let Some(path) = &plan.report_jsonl {
+        if let Err(e) = crate::report::write_jsonl(&out.records, path) {
+            undo(None);
+            return Err(e).with_context(|| format!("writing {}", path.display()));
+        }
+    }
+    if let Err(e) = crate::report::write_json(&out.report, &plan.report_json) {
+        undo(plan.report_jsonl.as_ref());
+        return Err(e).with_context(|| format!("writing {}", plan.report_json.display()));
     }
     println!("{}", crate::report::table::render(&out.report));
     println!("Saved full report to: {}", plan.report_json.display());
     Ok(())
 }
 
-fn create_parent_dir(path: &Path) -> anyhow::Result<()> {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating directory {}", dir.display())),
-        _ => Ok(()),
+fn synthetic_memory_hint(part: MemoryPart) -> &'static str {
+    match part {
+        MemoryPart::Requests => "lower --request-count (or --turns-per-session)",
+        MemoryPart::Prompts => {
+            "lower --input-tokens, or spread the arrivals (--request-rate, \
+             --arrival-interval-ms > 0, --replay-concurrency)"
+        }
+        MemoryPart::Ranks => "lower --num-workers or dp_size",
     }
+}
+
+fn trace_memory_hint(part: MemoryPart) -> &'static str {
+    match part {
+        MemoryPart::Requests => "split the trace into smaller files",
+        MemoryPart::Prompts => {
+            "its prompts are too long to hash (check input_length and --trace-block-size), or \
+             too many arrive at once"
+        }
+        MemoryPart::Ranks => "lower --num-workers or dp_size",
+    }
+}
+
+/// The folders on `path`'s way that do not exist yet, deepest first.
+fn missing_folders(path: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        out.push(d.to_path_buf());
+        dir = d.parent();
+    }
+    out
+}
+
+/// Refuses a report path that can never be written: a directory, or a path under an existing
+/// regular file. Creates nothing.
+fn check_writable(path: &Path, flag: &str) -> Result<(), InputError> {
+    if path.is_dir() {
+        return Err(err(format!(
+            "{flag} {}: is a directory, expected a file path",
+            path.display()
+        )));
+    }
+    let mut ancestor = path.parent();
+    while let Some(dir) = ancestor {
+        if dir.as_os_str().is_empty() {
+            break;
+        }
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(err(format!(
+                    "{flag} {}: cannot create it because {} is not a folder",
+                    path.display(),
+                    dir.display()
+                )))
+            }
+            Err(_) => ancestor = dir.parent(),
+        }
+    }
+    let parent = path.parent().unwrap_or(Path::new(""));
+    crate::report::json::probe_writable(parent).map_err(|(probed, e)| {
+        err(format!(
+            "{flag} {}: cannot create files in {}: {e}",
+            path.display(),
+            probed.display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -141,7 +141,10 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
 
     a.worker_type = parse_worker_type(&o)?;
 
-    if let Some(n) = o.int("num_gpu_blocks", 1, u64::MAX)?.value() {
+    if let Some(n) = o
+        .int("num_gpu_blocks", 1, super::limits::MAX_NUM_GPU_BLOCKS)?
+        .value()
+    {
         a.num_gpu_blocks = n;
     }
     if let Some(bs) = o.non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)? {
@@ -176,7 +179,10 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
     )? {
         a.decode_speedup_ratio = x;
     }
-    if let Some(n) = o.non_null("dp_size", o.int("dp_size", 1, u32::MAX as u64)?)? {
+    if let Some(n) = o.non_null(
+        "dp_size",
+        o.int("dp_size", 1, super::limits::MAX_ENGINE_RANKS)?,
+    )? {
         a.dp_size = n as u32;
     }
     // Only used when a planner adds workers; dynosim has no planner.
@@ -483,12 +489,12 @@ mod tests {
             (
                 json!({"num_gpu_blocks": "5"}),
                 "num_gpu_blocks",
-                "an integer >= 1",
+                "an integer in [1, 2147483647]",
             ),
             (
                 json!({"num_gpu_blocks": 5.0}),
                 "num_gpu_blocks",
-                "an integer >= 1",
+                "an integer in [1, 2147483647]",
             ),
             (json!({"block_size": true}), "block_size", "an integer"),
             (
@@ -559,6 +565,25 @@ mod tests {
             ok(json!({"kv_transfer_bandwidth": 0})).kv_transfer_bandwidth,
             Some(0.0)
         );
+    }
+
+    #[test]
+    fn sizes_that_would_outgrow_memory_are_refused_with_the_range() {
+        let m = err(json!({"num_gpu_blocks": 1_000_000_000_000u64}));
+        assert!(
+            m.contains("\"num_gpu_blocks\"") && m.contains("[1, 2147483647]"),
+            "{m}"
+        );
+        let m = err(json!({"dp_size": 1_000_000_000u64}));
+        assert!(
+            m.contains("\"dp_size\"") && m.contains("[1, 100000]"),
+            "{m}"
+        );
+        assert_eq!(
+            ok(json!({"num_gpu_blocks": 2_147_483_647u64})).num_gpu_blocks,
+            2_147_483_647
+        );
+        assert_eq!(ok(json!({"dp_size": 1024})).dp_size, 1024);
     }
 
     #[test]

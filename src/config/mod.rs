@@ -3,6 +3,7 @@
 //! only the types and their defaults (spec §4.1, §6.4).
 
 pub mod engine_args;
+pub mod limits;
 mod json_fields;
 pub mod router_config;
 

@@ -156,6 +156,32 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Checks that files can be created in the folder `path` will be written to: the nearest
+/// existing folder on its way is probed by creating and removing an empty file. Returns the
+/// probed folder and the error, if any.
+pub fn probe_writable(path: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    let mut dir = path;
+    while !dir.as_os_str().is_empty() && !dir.is_dir() {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let probe = dir.join(format!(".dynosim-write-check.{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err((dir.to_path_buf(), e)),
+    }
+}
+
 /// Writes the report as DynoSim does (indent 2, sorted keys, Python float repr, final newline).
 pub fn write_json(report: &Report, path: &Path) -> std::io::Result<()> {
     write_atomically(path, report.to_json_string().as_bytes())
@@ -255,6 +281,16 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, vec!["sub", "taken"]);
+    }
+
+    #[test]
+    fn writability_is_probed_without_leaving_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(probe_writable(&dir.path().join("a/b/report.json")).is_ok());
+        assert!(probe_writable(dir.path()).is_ok());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let (probed, _) = probe_writable(Path::new("/proc/x/report.json")).unwrap_err();
+        assert_eq!(probed, Path::new("/proc"));
     }
 
     #[test]

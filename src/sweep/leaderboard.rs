@@ -7,7 +7,8 @@
 use super::record::{PointRecord, Status, DYNOSIM_VERSION};
 use super::resolve::value_text;
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
-use serde_json::{json, Number, Value};
+use serde::Serialize;
+use serde_json::{json, Map, Number, Value};
 use std::cmp::Ordering;
 
 /// One leaderboard row.
@@ -281,53 +282,105 @@ fn traces(rows: &[Row]) -> Vec<Value> {
         .collect()
 }
 
-/// `leaderboard.json`: the rows with full report and configuration, the spec, its hash, the
-/// traces' SHA-256 and the dynosim version.
-pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {
+/// One row of `leaderboard.json`, borrowing from its record. Fields in alphabetical order: the
+/// layout of a serde_json object (sorted keys).
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    configuration: &'a Option<Value>,
+    feasible: Option<bool>,
+    gpus: Option<u64>,
+    hash: &'a str,
+    parameters: &'a Map<String, Value>,
+    pareto: Option<bool>,
+    point: u64,
+    rank: Option<u64>,
+    reason: &'a Option<String>,
+    report: &'a Option<Map<String, Value>>,
+    status: Status,
+    workload: &'a Option<Value>,
+}
+
+/// Serialises the rows one by one as a JSON array, without building them as values first.
+struct JsonRows<'a, 'r>(&'a [Row<'r>]);
+
+impl Serialize for JsonRows<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|row| {
+            let r = row.rec;
+            JsonRow {
+                configuration: &r.configuration,
+                feasible: match r.status {
+                    Status::Ok => Some(true),
+                    Status::Infeasible => Some(false),
+                    _ => None,
+                },
+                gpus: r.gpus,
+                hash: &r.hash,
+                parameters: &r.parameters,
+                pareto: row.pareto,
+                point: r.point,
+                rank: row.rank,
+                reason: &r.reason,
+                report: &r.report,
+                status: r.status,
+                workload: &r.workload,
+            }
+        }))
+    }
+}
+
+/// The whole `leaderboard.json` document (fields in alphabetical order, see [`JsonRow`]).
+#[derive(Serialize)]
+struct JsonDoc<'a, 'r> {
+    dynosim_version: &'a str,
+    interrupted: bool,
+    name: &'a str,
+    pareto: Vec<String>,
+    points: usize,
+    points_total: u64,
+    rank_by: Vec<String>,
+    rows: JsonRows<'a, 'r>,
+    shard: Option<String>,
+    spec: Value,
+    spec_sha256: &'a str,
+    spec_yaml: &'a str,
+    trace_sha256: Value,
+    traces: Vec<Value>,
+}
+
+/// Streams `leaderboard.json` (see [`json_bytes`]) to `w`.
+pub fn write_json(rows: &[Row], meta: &Meta, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let traces = traces(rows);
     let trace_sha256 = match traces.as_slice() {
         [one] => one["sha256"].clone(),
         _ => Value::Null,
     };
-    let spec_json: Value = serde_yaml::from_str(meta.spec_text).unwrap_or(Value::Null);
-    let out_rows: Vec<Value> = rows
-        .iter()
-        .map(|row| {
-            let r = row.rec;
-            json!({
-                "rank": row.rank,
-                "point": r.point,
-                "status": r.status,
-                "feasible": match r.status { Status::Ok => json!(true), Status::Infeasible => json!(false), _ => Value::Null },
-                "pareto": row.pareto,
-                "reason": r.reason,
-                "parameters": r.parameters,
-                "gpus": r.gpus,
-                "hash": r.hash,
-                "configuration": r.configuration,
-                "workload": r.workload,
-                "report": r.report,
-            })
-        })
-        .collect();
-    let doc = json!({
-        "name": meta.name,
-        "dynosim_version": DYNOSIM_VERSION,
-        "spec_sha256": meta.spec_sha256,
-        "spec": spec_json,
-        "spec_yaml": meta.spec_text,
-        "trace_sha256": trace_sha256,
-        "traces": traces,
-        "points_total": meta.points_total,
-        "points": rows.len(),
-        "shard": meta.shard.map(|(k, n)| format!("{k}/{n}")),
-        "interrupted": meta.interrupted,
-        "rank_by": meta.rank_by.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
-        "pareto": meta.pareto.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
-        "rows": out_rows,
-    });
-    let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-    bytes.push(b'\n');
+    let doc = JsonDoc {
+        dynosim_version: DYNOSIM_VERSION,
+        interrupted: meta.interrupted,
+        name: meta.name,
+        pareto: meta.pareto.iter().map(|o| o.to_string()).collect(),
+        points: rows.len(),
+        points_total: meta.points_total,
+        rank_by: meta.rank_by.iter().map(|o| o.to_string()).collect(),
+        rows: JsonRows(rows),
+        shard: meta.shard.map(|(k, n)| format!("{k}/{n}")),
+        spec: serde_yaml::from_str(meta.spec_text).unwrap_or(Value::Null),
+        spec_sha256: meta.spec_sha256,
+        spec_yaml: meta.spec_text,
+        trace_sha256,
+        traces,
+    };
+    serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::from)?;
+    w.write_all(b"\n")
+}
+
+/// `leaderboard.json`: the rows with full report and configuration, the spec, its hash, the
+/// traces' SHA-256 and the dynosim version.
+pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_json(rows, meta, &mut bytes);
     bytes
 }
 

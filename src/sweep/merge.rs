@@ -69,6 +69,26 @@ fn same_path(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Memory the merged records take per byte of `points.jsonl` (JSON values are about nine times
+/// their text; measured on a synthetic grid, rounded up).
+const MEMORY_PER_POINTS_BYTE: u64 = 10;
+
+/// Refuses a merge whose records cannot be held in memory (they are all ranked together).
+pub(crate) fn check_merge_fits(points_bytes: u64, budget: u64) -> Result<(), SweepError> {
+    let need = points_bytes.saturating_mul(MEMORY_PER_POINTS_BYTE);
+    if need <= budget {
+        return Ok(());
+    }
+    use crate::config::limits::human_bytes;
+    Err(input(format!(
+        "the shards' {} of {POINTS_FILE} would need about {} of memory to rank together, more \
+         than this machine's {}; merge them on a machine with more memory",
+        human_bytes(points_bytes),
+        human_bytes(need),
+        human_bytes(budget)
+    )))
+}
+
 /// Merges shard folders into `out`; returns the merged records' count and the missing point ids.
 pub(crate) fn merge_dirs(
     dirs: &[PathBuf],
@@ -134,6 +154,15 @@ pub(crate) fn merge_dirs(
             }
         }
     }
+    let points_bytes: u64 = shards
+        .iter()
+        .map(|s| {
+            std::fs::metadata(s.dir.join(POINTS_FILE))
+                .map(|m| m.len())
+                .unwrap_or(0)
+        })
+        .sum();
+    check_merge_fits(points_bytes, crate::config::limits::memory_budget())?;
     // The spec copy is only parsed: its trace paths are not looked at.
     let spec = parse_spec(&first.text, Path::new(&first.meta.spec_file))?;
     let total = first.meta.points_total;

@@ -126,10 +126,12 @@ impl PointRecord {
 /// or the synthetic spec with the block size it was generated for.
 pub fn workload_identity(src: &WorkloadSource, trace_sha: impl Fn(&Path) -> String) -> Value {
     match src {
+        // Open or closed loop is part of the configuration (`replay_concurrency`).
         WorkloadSource::Trace {
             files,
             paths,
             trace_block_size,
+            ..
         } => json!({
             "kind": "trace",
             "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
@@ -173,17 +175,31 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
 
 /// Writes a file through a temporary name in the same folder, then renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content streamed by `fill` (large files are never held whole in
+/// memory). On any error the temporary file is removed and `path` is left as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+    let result = (|| {
+        let mut w = io::BufWriter::new(File::create(&tmp)?);
+        fill(&mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    result
 }
 
 /// What reading `points.jsonl` found.

@@ -13,6 +13,7 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use crate::config::engine_args::parse_engine_args;
+use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
@@ -47,6 +48,9 @@ pub enum WorkloadSource {
         /// Resolved against the spec's folder.
         paths: Vec<PathBuf>,
         trace_block_size: u32,
+        /// `replay_concurrency` is set: sessions keep file order and timestamps are optional,
+        /// as in `dynosim run --replay-concurrency`.
+        closed_loop: bool,
     },
     Synthetic {
         spec: SyntheticSpec,
@@ -63,8 +67,9 @@ impl WorkloadSource {
             WorkloadSource::Trace {
                 paths,
                 trace_block_size,
+                closed_loop,
                 ..
-            } => format!("trace {paths:?} {trace_block_size}"),
+            } => format!("trace {paths:?} {trace_block_size} {closed_loop}"),
             WorkloadSource::Synthetic { spec, block_size } => format!(
                 "synthetic {} {block_size}",
                 serde_json::to_string(spec).unwrap_or_default()
@@ -250,6 +255,7 @@ pub fn workload_of(
                     paths,
                     trace_block_size: u32_of(w, "trace_block_size")
                         .unwrap_or(DEFAULT_TRACE_BLOCK_SIZE),
+                    closed_loop: load.replay_concurrency.is_some(),
                 },
                 load,
                 max_sim_time_ms,
@@ -506,6 +512,13 @@ impl<'s> Resolver<'s> {
                 }
             }
         };
+        let ranks = engine_ranks(&topology);
+        if ranks > MAX_ENGINE_RANKS {
+            problems.push(format!(
+                "{ranks} engine ranks (workers x dp_size) is above the limit of \
+                 {MAX_ENGINE_RANKS}"
+            ));
+        }
         let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
         let (source, load, max_sim_time_ms) =
             workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;
@@ -755,13 +768,23 @@ mod tests {
                 files,
                 paths,
                 trace_block_size,
+                closed_loop,
             } => {
                 assert_eq!(files, &vec!["t.jsonl".to_string()]);
                 assert_eq!(paths, &vec![PathBuf::from("dir/t.jsonl")]);
                 assert_eq!(*trace_block_size, 64);
+                // replay_concurrency 4: file order, as `dynosim run` does.
+                assert!(*closed_loop);
             }
             other => panic!("{other:?}"),
         }
+        assert!(matches!(
+            pts[0].workload,
+            WorkloadSource::Trace {
+                closed_loop: false,
+                ..
+            }
+        ));
         assert_eq!(pts[0].workload.cache_key(), pts[1].workload.cache_key());
         assert_ne!(pts[0].workload.cache_key(), pts[2].workload.cache_key());
     }

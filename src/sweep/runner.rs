@@ -7,17 +7,21 @@
 
 use super::leaderboard::{self, classify, compare, Meta};
 use super::record::{
-    file_sha256, read_points, record_line, workload_identity, write_atomic, PointRecord,
-    PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
-    SPEC_FILE,
+    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
+    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
+    POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
 use super::{SweepError, SweepOptions, SweepOutcome};
+use crate::config::limits::{
+    check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
+};
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
 use crate::workload::synthetic::SyntheticSpec;
+use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::Mutex;
@@ -32,13 +36,13 @@ use std::sync::Once;
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
     pub simulate: fn(&Workload, &SimConfig) -> Result<SimOutput, SimError>,
-    pub load_trace: fn(&Path, u32) -> Result<Workload, InputError>,
+    pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
 }
 
 pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: crate::sim::simulate,
-    load_trace: crate::workload::trace::load_trace,
+    load_trace: crate::workload::trace::load_trace_with,
     generate: crate::workload::synthetic::generate,
 };
 
@@ -114,6 +118,39 @@ pub(crate) fn checked_size(spec: &Spec, max_points: u64) -> Result<u64, SweepErr
             ))))
         }
     }
+}
+
+/// Memory one simulated point's record takes until the leaderboards are written (its report,
+/// configuration and parameters as JSON values), measured on a synthetic grid and rounded up.
+const POINT_RESULT_BYTES: u64 = 40 << 10;
+/// The same for a point that is not simulated (skipped or invalid: no report).
+const POINT_STUB_BYTES: u64 = 8 << 10;
+
+/// Refuses a run whose results cannot be held in memory until the leaderboards are written.
+pub(crate) fn check_results_fit(
+    spec: &Spec,
+    points: &[ResolvedPoint],
+    budget: u64,
+) -> Result<(), SweepError> {
+    let run = points.iter().filter(|p| p.verdict == Verdict::Run).count() as u64;
+    let stubs = points.len() as u64 - run;
+    let need = run
+        .saturating_mul(POINT_RESULT_BYTES)
+        .saturating_add(stubs.saturating_mul(POINT_STUB_BYTES));
+    if need <= budget {
+        return Ok(());
+    }
+    let shards = need.div_ceil(budget / 2).max(2);
+    Err(SweepError::Input(InputError::new(format!(
+        "{}: the {} points of this run would need about {} of memory for their results (about \
+         {} per simulated point), more than this machine's {}; split the grid into shards \
+         (--shard K/{shards}, then `dynosim merge`) or shrink it",
+        spec.file.display(),
+        points.len(),
+        human_bytes(need),
+        human_bytes(POINT_RESULT_BYTES),
+        human_bytes(budget)
+    ))))
 }
 
 /// Resolves the points of this run (all, or the shard's), in id order. Every point of the grid
@@ -202,12 +239,34 @@ fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
     }
 }
 
-/// Refuses a non-empty output folder unless resuming; refuses a file in its place.
+/// Refuses a non-empty output folder unless resuming; refuses a file in its place or on its
+/// path (found before anything is loaded or run; nothing is created here).
 fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SweepError::Input(InputError::new(format!(
             "output folder {} is a file",
             dir.display()
+        ))));
+    }
+    let mut ancestor = dir.parent();
+    while let Some(a) = ancestor.filter(|a| !a.as_os_str().is_empty()) {
+        match std::fs::metadata(a) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(SweepError::Input(InputError::new(format!(
+                    "cannot write to output folder {}: {} is a file, not a folder",
+                    dir.display(),
+                    a.display()
+                ))))
+            }
+            Err(_) => ancestor = a.parent(),
+        }
+    }
+    if let Err((probed, e)) = crate::report::json::probe_writable(dir) {
+        return Err(SweepError::Input(InputError::new(format!(
+            "cannot write to output folder {}: cannot create files in {}: {e}",
+            dir.display(),
+            probed.display()
         ))));
     }
     if !resume {
@@ -298,6 +357,40 @@ struct Task {
     workload: usize,
 }
 
+/// Moves the tasks whose simulation would not fit in `budget` bytes to `settled`, as `failed`
+/// with the reason. Tasks whose workload shape is not known yet stay.
+fn refuse_oversized(
+    tasks: &mut Vec<Task>,
+    settled: &mut Vec<PointRecord>,
+    shapes: &[Option<WorkloadShape>],
+    budget: u64,
+) {
+    let mut kept = Vec::with_capacity(tasks.len());
+    for mut t in tasks.drain(..) {
+        if let Some(shape) = &shapes[t.workload] {
+            let floor = memory_floor(shape, &t.config);
+            let hint = match floor.largest() {
+                MemoryPart::Requests => {
+                    "lower workload.request_count (or turns_per_session), or split the trace"
+                }
+                MemoryPart::Prompts => {
+                    "lower workload.input_tokens (or the trace's input lengths), or spread the \
+                     arrivals"
+                }
+                MemoryPart::Ranks => "use fewer workers or a smaller dp_size",
+            };
+            if let Err(m) = check_memory(&floor, budget, hint) {
+                t.rec.status = Status::Failed;
+                t.rec.reason = Some(format!("refused: {m}"));
+                settled.push(t.rec);
+                continue;
+            }
+        }
+        kept.push(t);
+    }
+    *tasks = kept;
+}
+
 /// The whole sweep; `stop` says when to stop starting points (Ctrl-C).
 pub(crate) fn run_with(
     opts: &SweepOptions,
@@ -325,6 +418,7 @@ pub(crate) fn run_with(
         return Ok(outcome);
     }
 
+    check_results_fit(&spec, &points, memory_budget())?;
     let dir = output_dir(&spec, opts);
     check_output_dir(&dir, opts.resume)?;
     let previous = if opts.resume {
@@ -418,15 +512,47 @@ pub(crate) fn run_with(
     }
     let reused = settled.iter().filter(|r| r.status.ran()).count();
 
-    // Load each distinct workload once, before writing anything.
+    // Points whose simulation cannot fit in memory fail with a message instead of being killed
+    // by the OS: synthetic workloads are judged before they are generated, traces once loaded.
+    let budget = memory_budget();
+    let mut shapes: Vec<Option<WorkloadShape>> = sources
+        .iter()
+        .map(|(src, _)| match src {
+            WorkloadSource::Synthetic {
+                spec: s,
+                block_size,
+            } => Some(WorkloadShape::of_synthetic(s, *block_size)),
+            WorkloadSource::Trace { .. } => None,
+        })
+        .collect();
+    refuse_oversized(&mut tasks, &mut settled, &shapes, budget);
+
+    // Load each distinct workload some point still needs once, before writing anything.
+    let mut needed = vec![false; sources.len()];
+    for t in &tasks {
+        needed[t.workload] = true;
+    }
     let mut workloads: Vec<Workload> = Vec::with_capacity(sources.len());
-    for (src, first_point) in &sources {
+    for (i, (src, first_point)) in sources.iter().enumerate() {
+        if !needed[i] {
+            workloads.push(Workload::default());
+            continue;
+        }
         let loaded = match src {
             WorkloadSource::Trace {
                 paths,
                 trace_block_size,
+                closed_loop,
                 ..
-            } => (backend.load_trace)(&paths[0], *trace_block_size),
+            } => (backend.load_trace)(
+                &paths[0],
+                *trace_block_size,
+                if *closed_loop {
+                    Timing::ClosedLoop
+                } else {
+                    Timing::OpenLoop
+                },
+            ),
             WorkloadSource::Synthetic {
                 spec: s,
                 block_size,
@@ -442,8 +568,12 @@ pub(crate) fn run_with(
         for warning in &w.warnings {
             eprintln!("dynosim: warning: {warning}");
         }
+        if shapes[i].is_none() {
+            shapes[i] = Some(WorkloadShape::of_workload(&w));
+        }
         workloads.push(w);
     }
+    refuse_oversized(&mut tasks, &mut settled, &shapes, budget);
     let costs: Vec<u64> = workloads.iter().map(workload_cost).collect();
     if stop() {
         // Ctrl-C while loading: nothing ran, the folder is left as it was.
@@ -621,7 +751,10 @@ pub(crate) fn write_leaderboards(
         pareto: &spec.pareto,
         interrupted,
     };
-    write_atomic(&dir.join(JSON_FILE), &leaderboard::json_bytes(&rows, &meta)).map_err(io)?;
+    write_atomic_with(&dir.join(JSON_FILE), |w| {
+        leaderboard::write_json(&rows, &meta, w)
+    })
+    .map_err(io)?;
     if !quiet {
         print!(
             "{}",

@@ -9,6 +9,7 @@
 //! Mappings are walked as `serde_yaml` values because they keep the file's key order: the grid's
 //! axes and a bundle's keys expand in the order they are written.
 
+use crate::config::limits::MAX_ENGINE_RANKS;
 use crate::config::{RouterMode, Sla};
 use crate::error::InputError;
 use serde_json::{Map, Number, Value};
@@ -639,7 +640,7 @@ fn check_param_value(ctx: &Ctx, p: &Param, v: &Value, path: &str) -> Result<(), 
         Param::Mode => expect_choice(ctx, v, path, &["aggregated", "disaggregated"]).map(|_| ()),
         Param::RouterMode => expect_choice(ctx, v, path, &["round_robin", "kv_router"]).map(|_| ()),
         Param::NumWorkers | Param::NumPrefillWorkers | Param::NumDecodeWorkers => {
-            expect_uint(ctx, v, path, 1, u32::MAX as u64).map(|_| ())
+            expect_uint(ctx, v, path, 1, MAX_ENGINE_RANKS).map(|_| ())
         }
         Param::Seed => expect_uint(ctx, v, path, 0, u64::MAX).map(|_| ()),
         Param::Engine(..) | Param::Router(_) => Ok(()),
@@ -989,7 +990,7 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             }
             "num_workers" | "num_prefill_workers" | "num_decode_workers" => {
                 let j = yaml_to_json(&ctx, v, key)?;
-                let n = expect_uint(&ctx, &j, key, 1, u32::MAX as u64)? as u32;
+                let n = expect_uint(&ctx, &j, key, 1, MAX_ENGINE_RANKS)? as u32;
                 match key {
                     "num_workers" => spec.num_workers = n,
                     "num_prefill_workers" => spec.num_prefill_workers = n,

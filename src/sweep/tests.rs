@@ -54,7 +54,11 @@ fn fake_generate(s: &SyntheticSpec, _block_size: u32) -> Result<Workload, InputE
     ))
 }
 
-fn fake_load_trace(path: &std::path::Path, _tbs: u32) -> Result<Workload, InputError> {
+fn fake_load_trace(
+    path: &std::path::Path,
+    _tbs: u32,
+    _timing: crate::workload::trace::Timing,
+) -> Result<Workload, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::new(e.to_string()))?;
     if text.contains("bad") {
         return Err(InputError::new(format!(
@@ -635,4 +639,44 @@ fn interrupted_before_any_point_leaves_no_folder() {
     assert!(out.interrupted);
     assert_eq!(out.exit_code(), 130);
     assert!(!s.dir.path().join("out").exists());
+}
+
+#[test]
+fn results_that_cannot_be_held_in_memory_are_refused_before_running() {
+    let spec = spec::parse_spec(STATUS_SPEC, Path::new("grid.yaml")).unwrap();
+    let total = runner::checked_size(&spec, DEFAULT_MAX_POINTS).unwrap();
+    let points = runner::resolve_points(&spec, total, None).unwrap();
+    assert_eq!(points.len(), 24);
+    // 24 points fit in a megabyte...
+    assert!(runner::check_results_fit(&spec, &points, 1 << 20).is_ok());
+    // ...not in 100 KiB: refused with the numbers and the way out.
+    let e = runner::check_results_fit(&spec, &points, 100 << 10).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let m = e.to_string();
+    assert!(
+        m.contains("the 24 points of this run")
+            && m.contains("40.0 KiB per simulated point")
+            && m.contains("100.0 KiB")
+            && m.contains("--shard K/")
+            && m.contains("dynosim merge"),
+        "{m}"
+    );
+    // A shard holds only its own points.
+    let shard = runner::resolve_points(&spec, total, Some((0, 8))).unwrap();
+    assert_eq!(shard.len(), 3);
+    assert!(runner::check_results_fit(&spec, &shard, 200 << 10).is_ok());
+}
+
+#[test]
+fn merges_that_cannot_be_held_in_memory_are_refused() {
+    assert!(merge::check_merge_fits(100 << 20, 8 << 30).is_ok());
+    let e = merge::check_merge_fits(2 << 30, 8 << 30).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let m = e.to_string();
+    assert!(
+        m.contains("2.0 GiB of points.jsonl")
+            && m.contains("about 20.0 GiB")
+            && m.contains("8.0 GiB"),
+        "{m}"
+    );
 }

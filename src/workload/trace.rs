@@ -67,6 +67,11 @@ pub fn load_trace_with(
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.ends_with(".gz"));
+    if path.is_dir() {
+        return Err(InputError::new(format!(
+            "{name}: is a directory, expected a trace file"
+        )));
+    }
     let file = File::open(path)
         .map_err(|e| InputError::new(format!("{name}: cannot open trace file: {e}")))?;
     if gz {
@@ -226,16 +231,28 @@ impl<'a> TraceBuilder<'a> {
         if line.trim().is_empty() {
             return Ok(());
         }
+        if line_no == 1 && line.starts_with('\u{feff}') {
+            return Err(self.err(
+                line_no,
+                "the file starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM",
+            ));
+        }
         let raw: RawRow = serde_json::from_str(line).map_err(|e| {
             // serde_json's position is within this one line: report only its column.
             let full = e.to_string();
             let suffix = format!(" at line {} column {}", e.line(), e.column());
             let msg = full.strip_suffix(&suffix).unwrap_or(&full);
-            let col = e.column();
+            let at = match e.column() {
+                0 => String::new(),
+                col => format!(" (column {col})"),
+            };
             if e.is_data() {
-                self.err(line_no, format_args!("{msg} (column {col})"))
+                self.err(line_no, format_args!("{msg}{at}"))
             } else {
-                self.err(line_no, format_args!("invalid JSON: {msg} (column {col})"))
+                self.err(
+                    line_no,
+                    format_args!("invalid JSON: {msg}{at}; each line must be one JSON object"),
+                )
             }
         })?;
         if let Some((first, second)) = raw.duplicate {
@@ -720,6 +737,12 @@ fn describe(v: &Value) -> String {
                 format!("the integer {n}")
             } else if n.is_i64() {
                 format!("the negative integer {n}")
+            } else if n
+                .as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f.abs() >= 9.2e18)
+            {
+                // serde_json reads integers beyond 64 bits as floats.
+                format!("an integer out of the 64-bit range ({n})")
             } else {
                 format!("the non-integer number {n}")
             }
@@ -1118,6 +1141,28 @@ mod tests {
         assert!(e.contains("no requests"), "{e}");
         let e = parse_trace("{}", "t.jsonl", 0).unwrap_err().0;
         assert!(e.contains("--trace-block-size"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_ids_bom_and_nesting() {
+        assert_err(
+            r#"{"timestamp": 1, "output_length": 1, "hash_ids": [18446744073709551616]}"#,
+            1,
+            &["field \"hash_ids\"", "element 0", "out of the 64-bit range"],
+        );
+        assert_err(
+            "\u{feff}{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}",
+            1,
+            &["byte-order mark"],
+        );
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let e = parse_err(&deep);
+        assert!(
+            e.starts_with("t.jsonl:1: ") && !e.contains("column 0"),
+            "{e}"
+        );
+        let e = parse_err("{\"timestamp\": NaN}");
+        assert!(e.contains("each line must be one JSON object"), "{e}");
     }
 
     #[test]
