@@ -3,8 +3,8 @@
 //! only the types and their defaults (spec §4.1, §6.4).
 
 pub mod engine_args;
-pub mod limits;
 mod json_fields;
+pub mod limits;
 pub mod router_config;
 
 use serde::{Deserialize, Serialize};

@@ -771,8 +771,19 @@ impl<'w> Sim<'w> {
 
     /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
     fn handoff(&mut self, req: u32, prefill_worker: usize) {
-        let _ = prefill_worker;
         let r = &self.w.requests[req as usize];
+        // A prompt larger than a decode worker's whole KV pool can never be reserved there:
+        // the request is rejected (like an oversized prompt on an aggregated worker) instead of
+        // waiting forever.
+        let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
+        if r.input_length.div_ceil(decode.block_size()) > decode.pool().capacity() {
+            self.workers[prefill_worker].ranks[0].release_held(req);
+            self.workers[prefill_worker].stalled = false;
+            self.col.rejected(req, self.now);
+            self.prompts[req as usize] = Vec::new();
+            self.driver.on_terminal(self.w, req, self.now);
+            return;
+        }
         let pool = &mut self.pools[1];
         let num_targets = pool.num_targets();
         let decision = match &mut pool.router {
@@ -884,4 +895,43 @@ fn router_policy(rc: &RouterConfig, topo: &Topology) -> crate::config::QueuePoli
         Topology::Disaggregated { prefill, .. } => prefill,
     };
     eng.router_queue_policy.unwrap_or(rc.router_queue_policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EngineArgs, LoadSpec, RouterConfig, Sla, WorkerType};
+
+    #[test]
+    fn prompt_larger_than_the_decode_pool_is_rejected_not_stuck() {
+        let text = "{\"timestamp\": 0, \"input_length\": 201, \"output_length\": 1, \
+                    \"hash_ids\": [0,1,2,3,4,5,6,7,8,9,10,11,12]}\n";
+        let w = crate::workload::trace::parse_trace(text, "t.jsonl", 16).unwrap();
+        let engine = |worker_type, blocks| EngineArgs {
+            worker_type,
+            num_gpu_blocks: blocks,
+            block_size: 16,
+            ..EngineArgs::default()
+        };
+        let cfg = SimConfig {
+            topology: Topology::Disaggregated {
+                num_prefill_workers: 1,
+                prefill: engine(WorkerType::Prefill, 13),
+                num_decode_workers: 1,
+                decode: engine(WorkerType::Decode, 6),
+            },
+            router_mode: RouterMode::RoundRobin,
+            router: RouterConfig::default(),
+            load: LoadSpec::default(),
+            max_sim_time_ms: None,
+            sla: Sla::default(),
+            seed: 42,
+            record_requests: true,
+        };
+        let out = simulate(&w, &cfg).unwrap();
+        assert_eq!(out.report.get("num_requests"), Some(1.0));
+        assert_eq!(out.report.get("completed_requests"), Some(0.0));
+        assert_eq!(out.records.len(), 1);
+        assert_eq!(out.records[0].terminal_status, "rejected");
+    }
 }
