@@ -488,11 +488,12 @@ impl<'w> Sim<'w> {
         self.dispatch(p, req);
     }
 
-    fn dispatch(&mut self, p: usize, req: u32) {
+    /// Picks a target of pool `p` for a request (and starts tracking it in a KV router).
+    fn route(&mut self, p: usize, req: u32) -> Decision {
         let r = &self.w.requests[req as usize];
         let pool = &mut self.pools[p];
         let num_targets = pool.num_targets();
-        let decision = match &mut pool.router {
+        match &mut pool.router {
             PoolRouter::RoundRobin(rr) => Decision {
                 target: rr.pick(num_targets),
                 overlap_tokens: 0,
@@ -505,7 +506,13 @@ impl<'w> Sim<'w> {
                     uuid: r.uuid,
                 },
             ),
-        };
+        }
+    }
+
+    fn dispatch(&mut self, p: usize, req: u32) {
+        let decision = self.route(p, req);
+        let r = &self.w.requests[req as usize];
+        let pool = &mut self.pools[p];
         let wi = pool.first_worker + decision.target as u32 / pool.dp;
         let rank = decision.target as u32 % pool.dp;
         let worker = &mut self.workers[wi as usize];
@@ -784,22 +791,8 @@ impl<'w> Sim<'w> {
             self.driver.on_terminal(self.w, req, self.now);
             return;
         }
-        let pool = &mut self.pools[1];
-        let num_targets = pool.num_targets();
-        let decision = match &mut pool.router {
-            PoolRouter::RoundRobin(rr) => Decision {
-                target: rr.pick(num_targets),
-                overlap_tokens: 0,
-            },
-            PoolRouter::Kv(router) => router.route(
-                req,
-                &RouteRequest {
-                    hashes: &self.prompts[req as usize],
-                    isl: r.input_length,
-                    uuid: r.uuid,
-                },
-            ),
-        };
+        let decision = self.route(1, req);
+        let pool = &self.pools[1];
         let wi = pool.first_worker + decision.target as u32;
         self.col
             .routed_decode(req, wi - pool.first_worker, decision.overlap_tokens);
