@@ -24,12 +24,6 @@ pub fn splitmix(x: u64) -> u64 {
 /// Root parent hash of every sequence.
 pub const ROOT_HASH: u64 = 0x005E_ED0F_D1A0_5EED;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Waiting,
-    Running,
-}
-
 /// A sequence resident on this engine.
 #[derive(Debug, Clone)]
 struct Seq {
@@ -51,9 +45,6 @@ struct Seq {
     shared: u32,
     /// Its blocks past the shareable prefix are findable (it was preempted and may re-hit them).
     exposed: bool,
-    status: Status,
-    /// Admitted at least once (a preempted sequence is re-admitted, not fresh).
-    admitted_before: bool,
     /// Prompt already computed elsewhere (disaggregated decode).
     prebuilt: bool,
     /// Work scheduled in the current pass, to undo on preemption.
@@ -183,8 +174,6 @@ impl<M: LatencyModel> Engine<M> {
             registered: 0,
             shared: 0,
             exposed: false,
-            status: Status::Waiting,
-            admitted_before: false,
             prebuilt: false,
             sched_take: 0,
             sched_prompt_isl: 0,
@@ -571,7 +560,6 @@ impl<M: LatencyModel> Engine<M> {
         }
         seq.num_computed = 0;
         seq.registered = 0;
-        seq.status = Status::Waiting;
         seq.prebuilt = false;
         // Its re-admission may hit its own blocks: its anonymous ones stay findable by it.
         seq.exposed = true;
@@ -670,14 +658,12 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 self.waiting.pop_front();
                 let seq = &mut self.seqs[s as usize];
-                seq.status = Status::Running;
                 // A hand-off's prompt was computed elsewhere: it reports no reuse here.
                 let reused = if seq.prebuilt {
                     0
                 } else {
                     cached_tokens.min(seq.input)
                 };
-                seq.admitted_before = true;
                 self.running.push(s);
                 out.admitted.push((req, reused));
                 out.progressed = true;

@@ -206,10 +206,7 @@ pub fn write_jsonl(records: &[RequestRecord], path: &Path) -> std::io::Result<()
 mod tests {
     use super::*;
 
-    fn data(name: &str) -> String {
-        let p = format!("{}/tests/data/reference/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
-    }
+    use crate::report::test_data as data;
 
     #[test]
     fn float_repr_matches_python() {

@@ -115,3 +115,10 @@ pub mod table;
 pub use build::build_report;
 pub use gaps::TokenGaps;
 pub use json::{write_json, write_jsonl};
+
+/// Reads a checked-in reference file (`tests/data/reference/NAME`) for the report tests.
+#[cfg(test)]
+pub(crate) fn test_data(name: &str) -> String {
+    let p = format!("{}/tests/data/reference/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
+}

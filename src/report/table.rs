@@ -157,10 +157,7 @@ pub fn render(report: &Report) -> String {
 mod tests {
     use super::*;
 
-    fn data(name: &str) -> String {
-        let p = format!("{}/tests/data/reference/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
-    }
+    use crate::report::test_data as data;
 
     #[test]
     fn number_format_matches_python() {

@@ -29,8 +29,6 @@ pub struct RouteRequest<'a> {
     /// others are unique to the request and never match anything).
     pub hashes: &'a [u64],
     pub isl: u32,
-    /// Unique key for blocks the tracker must not share (partial tail, no-reuse mode).
-    pub uuid: u64,
 }
 
 /// Routing decision.
@@ -374,15 +372,9 @@ impl KvRouter {
     }
 
     /// Priority key of a queued request (higher pops first), spec §6.5.
-    pub fn queue_key(
-        &mut self,
-        policy: QueuePolicy,
-        priority: i32,
-        arrival_s: f64,
-        r: &RouteRequest,
-    ) -> f64 {
+    pub fn queue_key(&mut self, priority: i32, arrival_s: f64, r: &RouteRequest) -> f64 {
         let jump = priority.max(0) as f64;
-        match policy {
+        match self.cfg.router_queue_policy {
             QueuePolicy::Fcfs => jump - arrival_s,
             QueuePolicy::Lcfs => jump + arrival_s,
             QueuePolicy::Wspt => {
@@ -401,11 +393,7 @@ mod tests {
     use super::*;
 
     fn req(hashes: &[u64], isl: u32) -> RouteRequest<'_> {
-        RouteRequest {
-            hashes,
-            isl,
-            uuid: 1,
-        }
+        RouteRequest { hashes, isl }
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(_w: &Workload, load: &LoadSpec) -> Self {
+    pub fn new(load: &LoadSpec) -> Self {
         Driver {
             due: BinaryHeap::new(),
             cap: load.replay_concurrency,

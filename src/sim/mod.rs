@@ -345,7 +345,7 @@ impl<'w> Sim<'w> {
                 }
             ],
             transfer,
-            driver: Driver::new(w, &cfg.load),
+            driver: Driver::new(&cfg.load),
             col: Collector::new(n, cfg.record_requests),
             now: 0.0,
         })
@@ -472,14 +472,9 @@ impl<'w> Sim<'w> {
                 let route_req = RouteRequest {
                     hashes: &self.prompts[req as usize],
                     isl: r.input_length,
-                    uuid: r.uuid,
                 };
-                let key = router.queue_key(
-                    router_policy(&self.cfg.router, &self.cfg.topology),
-                    r.priority,
-                    self.col.arrival_ms(req) / 1000.0,
-                    &route_req,
-                );
+                let key =
+                    router.queue_key(r.priority, self.col.arrival_ms(req) / 1000.0, &route_req);
                 self.queue_seq += 1;
                 pool.queue.push((key, self.queue_seq, req));
                 return;
@@ -503,7 +498,6 @@ impl<'w> Sim<'w> {
                 &RouteRequest {
                     hashes: &self.prompts[req as usize],
                     isl: r.input_length,
-                    uuid: r.uuid,
                 },
             ),
         }
@@ -880,14 +874,6 @@ impl<'w> Sim<'w> {
         };
         self.col.finish(self.w, totals)
     }
-}
-
-fn router_policy(rc: &RouterConfig, topo: &Topology) -> crate::config::QueuePolicy {
-    let eng = match topo {
-        Topology::Aggregated { engine, .. } => engine,
-        Topology::Disaggregated { prefill, .. } => prefill,
-    };
-    eng.router_queue_policy.unwrap_or(rc.router_queue_policy)
 }
 
 #[cfg(test)]
