@@ -5,15 +5,16 @@
 //! prompt blocks for the KV router's indexer.
 //!
 //! Two kinds of cached blocks are kept, for speed without changing any result:
-//! - *mapped* blocks, findable by their chained sequence hash (the shareable prefixes of
-//!   prompts: see `workload::sharing`), one slot each, reference counted, with duplicate copies
-//!   chained behind the first;
+//! - *mapped* blocks, findable by their content id (the dense id of a shareable prompt block:
+//!   see `workload::sharing::PromptBlocks`), one slot each, reference counted, with duplicate
+//!   copies chained behind the first;
 //! - *anonymous* blocks, whose content no other request can ever match: a sequence only counts
 //!   them, and on release they enter the LRU as one extent of `n` blocks, evicted one block at a
 //!   time from its suffix end, as the per-block LRU would. A preempted sequence's extent keeps
 //!   its owner, so the sequence can re-hit its own blocks when it is re-admitted.
 //!
-//! Private blocks are only counted. Storage is index-based: slots in a `Vec`, an intrusive LRU.
+//! Private blocks are only counted. Storage is index-based: slots in a `Vec`, an intrusive LRU,
+//! and a `Vec` from content id to its first slot.
 
 use rustc_hash::FxHashMap;
 
@@ -21,7 +22,7 @@ const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    /// Sequence hash (mapped block) or owner key (owned extent).
+    /// Content id (mapped block) or owner key (owned extent).
     hash: u64,
     /// Blocks this LRU entry stands for: 0 for a mapped block, n for an anonymous extent.
     extent: u32,
@@ -38,8 +39,8 @@ struct Slot {
 /// A change of the set of hashes a worker holds, for the router's indexer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvEvent {
-    Stored(u64),
-    Removed(u64),
+    Stored(u32),
+    Removed(u32),
 }
 
 /// Result of matching a sequence's block hashes against the pool.
@@ -62,7 +63,8 @@ pub struct KvPool {
     inactive: u32,
     lru_head: u32,
     lru_tail: u32,
-    by_hash: FxHashMap<u64, u32>,
+    /// Content id -> first slot holding it (`NIL` when absent).
+    by_id: Vec<u32>,
     /// Inactive extents of preempted sequences, by owner key.
     owners: FxHashMap<u64, u32>,
     events: Vec<KvEvent>,
@@ -70,7 +72,8 @@ pub struct KvPool {
 }
 
 impl KvPool {
-    pub fn new(capacity: u32, record_events: bool) -> Self {
+    /// A pool of `capacity` blocks for content ids `0..num_ids`.
+    pub fn new(capacity: u32, record_events: bool, num_ids: u32) -> Self {
         KvPool {
             capacity,
             slots: Vec::new(),
@@ -79,7 +82,7 @@ impl KvPool {
             inactive: 0,
             lru_head: NIL,
             lru_tail: NIL,
-            by_hash: FxHashMap::default(),
+            by_id: vec![NIL; num_ids as usize],
             owners: FxHashMap::default(),
             events: Vec::new(),
             record_events,
@@ -111,13 +114,20 @@ impl KvPool {
         !self.events.is_empty()
     }
 
-    /// Walks `hashes` from the start while each is present.
-    pub fn match_prefix(&self, hashes: &[u64]) -> PrefixMatch {
+    /// First slot holding content `id`, or `NIL`.
+    #[inline]
+    fn first_of(&self, id: u32) -> u32 {
+        self.by_id.get(id as usize).copied().unwrap_or(NIL)
+    }
+
+    /// Walks `ids` from the start while each is present.
+    pub fn match_prefix(&self, ids: &[u32]) -> PrefixMatch {
         let mut m = PrefixMatch::default();
-        for h in hashes {
-            let Some(&first) = self.by_hash.get(h) else {
+        for &id in ids {
+            let first = self.first_of(id);
+            if first == NIL {
                 break;
-            };
+            }
             m.blocks += 1;
             if self.active_copy(first) != NIL {
                 m.active_blocks += 1;
@@ -150,10 +160,13 @@ impl KvPool {
         }
     }
 
-    /// Takes a reference on a copy of a present hash (an active copy if one exists, otherwise the
-    /// first inactive copy, which leaves the LRU pool). Returns `None` if the hash is absent.
-    pub fn acquire(&mut self, hash: u64) -> Option<u32> {
-        let first = *self.by_hash.get(&hash)?;
+    /// Takes a reference on a copy of a present content id (an active copy if one exists,
+    /// otherwise the first inactive copy, which leaves the LRU pool). Returns `None` if absent.
+    pub fn acquire(&mut self, id: u32) -> Option<u32> {
+        let first = self.first_of(id);
+        if first == NIL {
+            return None;
+        }
         let mut s = self.active_copy(first);
         if s == NIL {
             s = first;
@@ -182,11 +195,11 @@ impl KvPool {
     }
 
     /// One private block of the caller became full with shareable content: it becomes a cached
-    /// block findable under `hash` (a duplicate copy if the hash is already present). Returns its
-    /// slot, referenced once.
-    pub fn register_private(&mut self, hash: u64, visible: bool) -> u32 {
+    /// block findable under content `id` (a duplicate copy if the id is already present).
+    /// Returns its slot, referenced once.
+    pub fn register_private(&mut self, id: u32, visible: bool) -> u32 {
         let slot = self.new_slot(Slot {
-            hash,
+            hash: id as u64,
             extent: 0,
             owned: false,
             visible,
@@ -195,19 +208,20 @@ impl KvPool {
             next: NIL,
             next_dup: NIL,
         });
-        match self.by_hash.entry(hash) {
-            std::collections::hash_map::Entry::Occupied(e) => {
-                // Another copy of the same content: chain it behind the first.
-                let first = *e.get();
-                let after = self.slots[first as usize].next_dup;
-                self.slots[first as usize].next_dup = slot;
-                self.slots[slot as usize].next_dup = after;
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(slot);
-                if visible && self.record_events {
-                    self.events.push(KvEvent::Stored(hash));
-                }
+        let i = id as usize;
+        if i >= self.by_id.len() {
+            self.by_id.resize(i + 1, NIL);
+        }
+        let first = self.by_id[i];
+        if first != NIL {
+            // Another copy of the same content: chain it behind the first.
+            let after = self.slots[first as usize].next_dup;
+            self.slots[first as usize].next_dup = slot;
+            self.slots[slot as usize].next_dup = after;
+        } else {
+            self.by_id[i] = slot;
+            if visible && self.record_events {
+                self.events.push(KvEvent::Stored(id));
             }
         }
         slot
@@ -304,28 +318,25 @@ impl KvPool {
         }
     }
 
-    /// Removes an evicted mapped block from its hash chain.
+    /// Removes an evicted mapped block from its chain of copies.
     fn unmap(&mut self, victim: u32) {
-        let hash = self.slots[victim as usize].hash;
+        let id = self.slots[victim as usize].hash as u32;
         let visible = self.slots[victim as usize].visible;
         let next = self.slots[victim as usize].next_dup;
         self.slots[victim as usize].next_dup = NIL;
-        let Some(first) = self.by_hash.get_mut(&hash) else {
-            debug_assert!(false, "mapped block missing from the map");
+        let first = self.first_of(id);
+        debug_assert!(first != NIL, "mapped block missing from the index");
+        if first == NIL {
             return;
-        };
-        if *first == victim {
-            if next == NIL {
-                self.by_hash.remove(&hash);
-                if visible && self.record_events {
-                    self.events.push(KvEvent::Removed(hash));
-                }
-            } else {
-                *first = next;
+        }
+        if first == victim {
+            self.by_id[id as usize] = next;
+            if next == NIL && visible && self.record_events {
+                self.events.push(KvEvent::Removed(id));
             }
             return;
         }
-        let mut p = *first;
+        let mut p = first;
         while self.slots[p as usize].next_dup != victim {
             p = self.slots[p as usize].next_dup;
         }
@@ -383,7 +394,7 @@ mod tests {
 
     #[test]
     fn register_release_reuse_and_suffix_first_eviction() {
-        let mut p = KvPool::new(4, true);
+        let mut p = KvPool::new(4, true, 16);
         assert!(p.allocate(3));
         let a = p.register_private(10, true);
         let b = p.register_private(11, true);
@@ -418,7 +429,7 @@ mod tests {
 
     #[test]
     fn acquire_prefers_active_copies_and_all_or_nothing_allocation() {
-        let mut p = KvPool::new(3, false);
+        let mut p = KvPool::new(3, false, 16);
         assert!(p.allocate(1));
         let a = p.register_private(7, true);
         let s = p.acquire(7).unwrap();
@@ -435,7 +446,7 @@ mod tests {
 
     #[test]
     fn duplicate_copies_keep_hash_until_last_evicted() {
-        let mut p = KvPool::new(2, true);
+        let mut p = KvPool::new(2, true, 16);
         assert!(p.allocate(2));
         let a = p.register_private(5, true);
         let b = p.register_private(5, true);
@@ -452,7 +463,7 @@ mod tests {
 
     #[test]
     fn anonymous_extents_evict_block_by_block_and_owners_rehit() {
-        let mut p = KvPool::new(10, false);
+        let mut p = KvPool::new(10, false, 16);
         assert!(p.allocate(6));
         p.release_anonymous(6, Some(99));
         assert_eq!(p.num_active(), 0);

@@ -5,24 +5,8 @@
 use super::kv::{KvPool, PrefixMatch};
 use super::timing::{scaled, LatencyModel};
 use crate::config::{EngineArgs, PreemptionMode, WorkerType};
+use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
-
-/// Chains a block's local content hash onto its parent's sequence hash.
-#[inline]
-pub fn chain_hash(parent: u64, local: u64) -> u64 {
-    splitmix(parent ^ splitmix(local.wrapping_add(0x632B_E59B_D9B4_E019)))
-}
-
-#[inline]
-pub fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Root parent hash of every sequence.
-pub const ROOT_HASH: u64 = 0x005E_ED0F_D1A0_5EED;
 
 /// A sequence resident on this engine.
 #[derive(Debug, Clone)]
@@ -119,13 +103,14 @@ pub struct Engine<M: LatencyModel> {
 }
 
 impl<M: LatencyModel> Engine<M> {
-    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
+    /// An engine whose shareable prompt blocks have content ids `0..num_ids`.
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool, num_ids: u32) -> Self {
         let cap = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
         Engine {
             block_size: args.block_size.max(1),
             args: args.clone(),
             model,
-            pool: KvPool::new(cap, record_kv_events),
+            pool: KvPool::new(cap, record_kv_events, num_ids),
             seqs: Vec::new(),
             free_seqs: Vec::new(),
             waiting: VecDeque::new(),
@@ -197,7 +182,7 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Queues a new request whose first `shared` full prompt blocks may be shared (their
-    /// hashes are `prompts[req]`).
+    /// content ids are `prompts.of(req)`).
     pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32, shared: u32) {
         let s = self.new_seq(req, uuid, input, max_output);
         self.seqs[s as usize].shared = shared;
@@ -213,7 +198,7 @@ impl<M: LatencyModel> Engine<M> {
         uuid: u64,
         input: u32,
         max_output: u32,
-        prompt: &[u64],
+        prompt: &[u32],
     ) -> Option<Reservation> {
         let bs = self.block_size;
         let total_blocks = input.div_ceil(bs);
@@ -296,7 +281,7 @@ impl<M: LatencyModel> Engine<M> {
 
     /// Takes the `n` leading cached blocks found by [`Engine::prefill_hits`]: the shareable
     /// prefix by hash, then (a preempted sequence) its own released blocks.
-    fn acquire_hits(&mut self, s: u32, n: u32, prompt: &[u64]) {
+    fn acquire_hits(&mut self, s: u32, n: u32, prompt: &[u32]) {
         let by_hash = n.min(prompt.len() as u32);
         for &h in &prompt[..by_hash as usize] {
             if let Some(slot) = self.pool.acquire(h) {
@@ -331,7 +316,7 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Prefix hits of a fresh (re-)admission: (cached blocks to acquire, active among them).
-    fn prefill_hits(&self, s: u32, prompt: &[u64]) -> PrefixMatch {
+    fn prefill_hits(&self, s: u32, prompt: &[u32]) -> PrefixMatch {
         if !self.args.enable_prefix_caching {
             return PrefixMatch::default();
         }
@@ -356,7 +341,7 @@ impl<M: LatencyModel> Engine<M> {
         cached_tokens: u32,
         budget: &mut u64,
         acc: &mut (u64, u64, u64),
-        prompt: &[u64],
+        prompt: &[u32],
         running_pos: Option<&mut usize>,
         preempted: &mut u32,
     ) -> Sched {
@@ -432,7 +417,7 @@ impl<M: LatencyModel> Engine<M> {
     /// Registers the sequence's blocks that are full once `full` blocks are computed: shareable
     /// prefix blocks under their content hash (visible to the router), the rest sealed, or under
     /// a key unique to the request once it has been preempted.
-    fn register_full_blocks(&mut self, s: u32, full: u32, prompt: &[u64]) {
+    fn register_full_blocks(&mut self, s: u32, full: u32, prompt: &[u32]) {
         let mut j = self.seqs[s as usize].registered;
         if j >= full {
             return;
@@ -519,7 +504,7 @@ impl<M: LatencyModel> Engine<M> {
     /// Applies `passes` pure-decode passes planned by [`Engine::plan_stride`]: every running
     /// sequence computes and emits `passes` tokens; those that complete in the last pass finish.
     /// `out.emitted` gets each sequence's generated count after the stride.
-    pub fn apply_stride(&mut self, passes: u32, prompts: &[Vec<u64>], out: &mut PassOutput) {
+    pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
         out.clear();
         self.pass_no += passes as u64;
         let bs = self.block_size;
@@ -529,7 +514,7 @@ impl<M: LatencyModel> Engine<M> {
             seq.num_computed += passes;
             seq.generated += passes;
             let (req, generated, full) = (seq.req, seq.generated, seq.num_computed / bs);
-            self.register_full_blocks(s, full, &prompts[req as usize]);
+            self.register_full_blocks(s, full, prompts.of(req));
             out.emitted.push((req, generated));
         }
         let mut k = 0usize;
@@ -567,9 +552,9 @@ impl<M: LatencyModel> Engine<M> {
         self.waiting.push_front(victim);
     }
 
-    /// Runs one forward pass starting at `now`; returns its duration in ms. `prompts[req]` holds
-    /// the prompt's full-block sequence hashes of every request resident here.
-    pub fn step(&mut self, prompts: &[Vec<u64>], out: &mut PassOutput) -> f64 {
+    /// Runs one forward pass starting at `now`; returns its duration in ms. `prompts.of(req)`
+    /// holds the content ids of the shareable prompt blocks of every request resident here.
+    pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
         out.clear();
         self.pass_no += 1;
         let bs = self.block_size;
@@ -581,14 +566,14 @@ impl<M: LatencyModel> Engine<M> {
         let mut i = 0usize;
         while i < self.running.len() && budget > 0 {
             let s = self.running[i];
-            let req = self.seqs[s as usize].req as usize;
+            let req = self.seqs[s as usize].req;
             let mut pos = i;
             match self.schedule(
                 s,
                 0,
                 &mut budget,
                 &mut acc,
-                &prompts[req],
+                prompts.of(req),
                 Some(&mut pos),
                 &mut preempted,
             ) {
@@ -619,7 +604,7 @@ impl<M: LatencyModel> Engine<M> {
                     self.free_seq(s);
                     continue;
                 }
-                let prompt = &prompts[req as usize];
+                let prompt = prompts.of(req);
                 let (m, held) = if prebuilt {
                     (PrefixMatch::default(), self.held_blocks(s))
                 } else {
@@ -746,50 +731,20 @@ fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
-/// Sequence hashes of the first `blocks` full engine blocks of a prompt whose content is given as
-/// trace blocks: each id covers `trace_block_size` identical tokens (spec §2.2).
-pub fn prompt_hashes_from_blocks(
-    ids: &[u32],
-    trace_block_size: u32,
-    blocks: u32,
-    block_size: u32,
-    out: &mut Vec<u64>,
-) {
-    out.clear();
-    let tbs = trace_block_size as u64;
-    let bs = block_size as u64;
-    let mut parent = ROOT_HASH;
-    for j in 0..blocks as u64 {
-        let start = j * bs;
-        let end = start + bs;
-        let mut local = 0xC0FF_EE00_u64;
-        let mut t = start;
-        while t < end {
-            let id_idx = (t / tbs) as usize;
-            let run_end = ((id_idx as u64 + 1) * tbs).min(end);
-            let id = ids.get(id_idx).copied().unwrap_or(u32::MAX) as u64;
-            local = splitmix(local ^ splitmix((id << 32) | (run_end - t)));
-            t = run_end;
-        }
-        parent = chain_hash(parent, local);
-        out.push(parent);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::timing::Polynomial;
 
     fn engine(args: EngineArgs) -> Engine<Polynomial> {
-        Engine::new(&args, Polynomial, false)
+        Engine::new(&args, Polynomial, false, 16)
     }
 
     #[test]
     fn worked_vector_single_request() {
         let mut e = engine(EngineArgs::default());
-        // Unique content: nothing shareable, so no hashes.
-        let prompts = vec![Vec::new()];
+        // Unique content: nothing shareable, so no content ids.
+        let prompts = PromptBlocks::from_lists(64, &[&[]]);
         e.enqueue(0, 1, 2048, 3, 0);
         let mut out = PassOutput::default();
         let t1 = e.step(&prompts, &mut out);
@@ -810,10 +765,8 @@ mod tests {
     #[test]
     fn prefix_reuse_respects_recompute_rule() {
         let mut e = engine(EngineArgs::default());
-        let mut prompts = vec![Vec::new(), Vec::new()];
-        let ids = [1u32, 2];
-        prompt_hashes_from_blocks(&ids, 64, 2, 64, &mut prompts[0]);
-        prompt_hashes_from_blocks(&ids, 64, 2, 64, &mut prompts[1]);
+        // Two requests with the same two-block prompt.
+        let prompts = PromptBlocks::from_lists(64, &[&[0, 1], &[0, 1]]);
         e.enqueue(0, 1, 128, 1, 2);
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);
@@ -825,23 +778,6 @@ mod tests {
     }
 
     #[test]
-    fn trace_block_expansion_shares_prefixes() {
-        let mut a = Vec::new();
-        let mut b = Vec::new();
-        prompt_hashes_from_blocks(&[5, 6], 512, 16, 64, &mut a);
-        prompt_hashes_from_blocks(&[5, 7], 512, 15, 64, &mut b);
-        assert_eq!(a.len(), 16);
-        assert_eq!(b.len(), 15);
-        assert_eq!(a[..8], b[..8]);
-        assert_ne!(a[8], b[8]);
-        // Non-dividing sizes: a block straddling two ids differs when the second id differs.
-        prompt_hashes_from_blocks(&[5, 6], 512, 10, 100, &mut a);
-        prompt_hashes_from_blocks(&[5, 7], 512, 10, 100, &mut b);
-        assert_eq!(a[..5], b[..5]);
-        assert_ne!(a[5], b[5]);
-    }
-
-    #[test]
     fn preemption_when_pool_is_exhausted() {
         let args = EngineArgs {
             num_gpu_blocks: 4,
@@ -849,7 +785,7 @@ mod tests {
             ..EngineArgs::default()
         };
         let mut e = engine(args);
-        let prompts = vec![Vec::new(), Vec::new()];
+        let prompts = PromptBlocks::from_lists(4, &[&[], &[]]);
         e.enqueue(0, 1, 7, 4, 0);
         e.enqueue(1, 2, 7, 4, 0);
         let mut out = PassOutput::default();
@@ -877,7 +813,7 @@ mod tests {
             ..EngineArgs::default()
         };
         let mut e = engine(args);
-        let prompts = vec![Vec::new()];
+        let prompts = PromptBlocks::from_lists(4, &[&[]]);
         e.enqueue(0, 1, 9, 1, 0);
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);

@@ -117,6 +117,61 @@ impl TokenGaps {
     }
 }
 
+/// Tally of gaps by exact value, in front of a [`TokenGaps`]: a run's gaps take far fewer distinct
+/// values than there are gaps (tokens of one pass share a gap, and strides repeat the same pass
+/// duration), and [`TokenGaps`] does not depend on the order or grouping of what it is given, so
+/// equal values are counted here and added once. Bounded: past `MAX_DISTINCT` values the tally
+/// is flushed.
+#[derive(Debug, Clone, Default)]
+pub struct GapTally {
+    counts: rustc_hash::FxHashMap<u64, u64>,
+    /// The most recent value and its count, before the map (most gaps repeat the last one).
+    last: u64,
+    last_count: u64,
+}
+
+impl GapTally {
+    const MAX_DISTINCT: usize = 1 << 16;
+
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `count` gaps of `gap_ms` each.
+    #[inline]
+    pub fn add(&mut self, gap_ms: f64, count: u64, into: &mut TokenGaps) {
+        let bits = gap_ms.to_bits();
+        if bits == self.last {
+            self.last_count += count;
+            return;
+        }
+        if self.last_count > 0 {
+            *self.counts.entry(self.last).or_insert(0) += self.last_count;
+            if self.counts.len() >= Self::MAX_DISTINCT {
+                self.flush_map(into);
+            }
+        }
+        self.last = bits;
+        self.last_count = count;
+    }
+
+    fn flush_map(&mut self, into: &mut TokenGaps) {
+        // Any order gives the same `TokenGaps` (see its docs).
+        for (bits, n) in self.counts.drain() {
+            into.add(f64::from_bits(bits), n);
+        }
+    }
+
+    /// Adds everything tallied to `into`.
+    pub fn flush(&mut self, into: &mut TokenGaps) {
+        if self.last_count > 0 {
+            *self.counts.entry(self.last).or_insert(0) += self.last_count;
+            self.last_count = 0;
+        }
+        self.flush_map(into);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,7 +113,7 @@ pub mod stats;
 pub mod table;
 
 pub use build::build_report;
-pub use gaps::TokenGaps;
+pub use gaps::{GapTally, TokenGaps};
 pub use json::{write_json, write_jsonl};
 
 /// Reads a checked-in reference file (`tests/data/reference/NAME`) for the report tests.

@@ -101,6 +101,18 @@ pub struct ExactMoments {
 }
 
 const SUM_SCALE: f64 = 4_294_967_296.0; // 2^32
+
+/// `v.round() as i128`, through `i64` when it fits (a hardware conversion instead of a software
+/// one; the same value).
+#[inline]
+fn to_fixed(v: f64) -> i128 {
+    let r = v.round();
+    if r.abs() < 9.0e18 {
+        r as i64 as i128
+    } else {
+        r as i128
+    }
+}
 const SQ_SCALE: f64 = 4_294_967_296.0; // 2^32
 
 impl ExactMoments {
@@ -113,12 +125,17 @@ impl ExactMoments {
         if k == 0 {
             return;
         }
-        let k128 = k as i128;
-        let v = (x * SUM_SCALE).round() as i128;
-        let v2 = (x * x * SQ_SCALE).round() as i128;
+        let v = to_fixed(x * SUM_SCALE);
+        let v2 = to_fixed(x * x * SQ_SCALE);
         self.count += k;
-        self.sum = self.sum.saturating_add(v.saturating_mul(k128));
-        self.sum_sq = self.sum_sq.saturating_add(v2.saturating_mul(k128));
+        if k == 1 {
+            self.sum = self.sum.saturating_add(v);
+            self.sum_sq = self.sum_sq.saturating_add(v2);
+        } else {
+            let k128 = k as i128;
+            self.sum = self.sum.saturating_add(v.saturating_mul(k128));
+            self.sum_sq = self.sum_sq.saturating_add(v2.saturating_mul(k128));
+        }
     }
 
     pub fn merge(&mut self, other: &ExactMoments) {

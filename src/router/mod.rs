@@ -8,6 +8,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
 
+const NO_ROW: u32 = u32::MAX;
+
 /// Cyclic counter over targets (spec §6.1).
 #[derive(Debug, Clone, Default)]
 pub struct RoundRobin {
@@ -25,9 +27,9 @@ impl RoundRobin {
 /// A request as the KV router sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct RouteRequest<'a> {
-    /// Sequence hashes of the prompt's shareable full blocks (a prefix of its full blocks; the
+    /// Content ids of the prompt's shareable full blocks (a prefix of its full blocks; the
     /// others are unique to the request and never match anything).
-    pub hashes: &'a [u64],
+    pub blocks: &'a [u32],
     pub isl: u32,
 }
 
@@ -42,8 +44,8 @@ pub struct Decision {
 #[derive(Debug, Clone, Default)]
 struct TargetLoad {
     prefill_tokens: u64,
-    /// Prompt-block hash -> number of active requests holding it.
-    blocks: FxHashMap<u64, u32>,
+    /// Prompt-block content id -> number of active requests holding it.
+    blocks: FxHashMap<u32, u32>,
     /// Blocks tracked as unique (never shared): partial tails, no-reuse mode.
     unique_blocks: u64,
     requests: u64,
@@ -68,12 +70,12 @@ pub struct KvRouter {
     /// Busy threshold in prefill tokens (`router_queue_threshold × max_num_batched_tokens`).
     busy_tokens: Option<f64>,
     words: usize,
-    index: FxHashMap<u64, u32>,
+    /// Content id -> its row of `masks` (`NO_ROW` when no target holds it).
+    index: Vec<u32>,
     masks: Vec<u64>,
     free_masks: Vec<u32>,
     loads: Vec<TargetLoad>,
     routed: FxHashMap<u32, Routed>,
-    hashes_of: FxHashMap<u32, Vec<u64>>,
     rng: StdRng,
     scratch_overlap: Vec<u32>,
     scratch_alive: Vec<u64>,
@@ -100,12 +102,11 @@ impl KvRouter {
             block_size: block_size.max(1),
             busy_tokens,
             words,
-            index: FxHashMap::default(),
+            index: Vec::new(),
             masks: Vec::new(),
             free_masks: Vec::new(),
             loads: vec![TargetLoad::default(); num_targets],
             routed: FxHashMap::default(),
-            hashes_of: FxHashMap::default(),
             rng: StdRng::seed_from_u64(seed),
             scratch_overlap: vec![0; num_targets],
             scratch_alive: vec![0; words],
@@ -122,30 +123,32 @@ impl KvRouter {
     pub fn apply_event(&mut self, target: usize, ev: KvEvent) {
         let (w, bit) = (target / 64, 1u64 << (target % 64));
         match ev {
-            KvEvent::Stored(h) => {
+            KvEvent::Stored(id) => {
                 let words = self.words;
-                let slot = match self.index.get(&h) {
-                    Some(&s) => s,
-                    None => {
-                        let s = match self.free_masks.pop() {
-                            Some(s) => s,
-                            None => {
-                                self.masks.extend(std::iter::repeat_n(0, words));
-                                (self.masks.len() / words - 1) as u32
-                            }
-                        };
-                        self.index.insert(h, s);
-                        s
-                    }
-                };
+                let i = id as usize;
+                if i >= self.index.len() {
+                    self.index.resize(i + 1, NO_ROW);
+                }
+                let mut slot = self.index[i];
+                if slot == NO_ROW {
+                    slot = match self.free_masks.pop() {
+                        Some(s) => s,
+                        None => {
+                            self.masks.extend(std::iter::repeat_n(0, words));
+                            (self.masks.len() / words - 1) as u32
+                        }
+                    };
+                    self.index[i] = slot;
+                }
                 self.masks[slot as usize * words + w] |= bit;
             }
-            KvEvent::Removed(h) => {
-                if let Some(&s) = self.index.get(&h) {
+            KvEvent::Removed(id) => {
+                let s = self.row(id);
+                if s != NO_ROW {
                     let base = s as usize * self.words;
                     self.masks[base + w] &= !bit;
                     if self.masks[base..base + self.words].iter().all(|&m| m == 0) {
-                        self.index.remove(&h);
+                        self.index[id as usize] = NO_ROW;
                         self.free_masks.push(s);
                     }
                 }
@@ -153,8 +156,13 @@ impl KvRouter {
         }
     }
 
+    #[inline]
+    fn row(&self, id: u32) -> u32 {
+        self.index.get(id as usize).copied().unwrap_or(NO_ROW)
+    }
+
     /// Overlap in blocks of the prompt with every target's cache, into `scratch_overlap`.
-    fn compute_overlaps(&mut self, hashes: &[u64]) {
+    fn compute_overlaps(&mut self, blocks: &[u32]) {
         self.scratch_overlap.iter_mut().for_each(|o| *o = 0);
         let words = self.words;
         for (wi, a) in self.scratch_alive.iter_mut().enumerate() {
@@ -165,10 +173,11 @@ impl KvRouter {
                 (1u64 << bits) - 1
             };
         }
-        for h in hashes {
-            let Some(&s) = self.index.get(h) else {
+        for &id in blocks {
+            let s = self.row(id);
+            if s == NO_ROW {
                 break;
-            };
+            }
             let base = s as usize * words;
             let mut any = false;
             for wi in 0..words {
@@ -196,7 +205,7 @@ impl KvRouter {
     }
 
     /// Blocks of the request the tracker counts: its full prompt blocks (a partial tail block
-    /// is not tracked; the reference's logs show floor(isl / block_size)). `r.hashes` holds only
+    /// is not tracked; the reference's logs show floor(isl / block_size)). `r.blocks` holds only
     /// the shareable prefix of them; the rest are unique to the request.
     fn request_blocks(&self, r: &RouteRequest) -> u64 {
         r.isl as u64 / self.block_size as u64
@@ -205,7 +214,7 @@ impl KvRouter {
     /// Chooses a target for `req` (index `id` in the simulation) and starts tracking it.
     pub fn route(&mut self, id: u32, r: &RouteRequest) -> Decision {
         let bs = self.block_size as f64;
-        self.compute_overlaps(r.hashes);
+        self.compute_overlaps(r.blocks);
         let request_blocks = self.request_blocks(r).max(1);
         let track_prefill = self.cfg.router_track_prefill_tokens;
         let min_prefill = self
@@ -234,9 +243,9 @@ impl KvRouter {
             let prefill_cost = self.cfg.prefill_load_scale * (raw_prefill / bs - credit).max(0.0);
             let decode_blocks = if self.cfg.router_track_active_blocks {
                 let depth = if self.cfg.router_assume_kv_reuse {
-                    r.hashes
+                    r.blocks
                         .iter()
-                        .take_while(|h| load.blocks.contains_key(h))
+                        .take_while(|b| load.blocks.contains_key(b))
                         .count() as u64
                 } else {
                     0
@@ -312,20 +321,17 @@ impl KvRouter {
         let (shared, unique) = if !self.cfg.router_track_active_blocks {
             (0, 0)
         } else if self.cfg.router_assume_kv_reuse {
-            for h in r.hashes {
-                *load.blocks.entry(*h).or_insert(0) += 1;
+            for &b in r.blocks {
+                *load.blocks.entry(b).or_insert(0) += 1;
             }
             (
-                r.hashes.len() as u32,
-                request_blocks - r.hashes.len() as u64,
+                r.blocks.len() as u32,
+                request_blocks - r.blocks.len() as u64,
             )
         } else {
             (0, request_blocks)
         };
         load.unique_blocks += unique;
-        if shared > 0 {
-            self.hashes_of.insert(id, r.hashes.to_vec());
-        }
         self.routed.insert(
             id,
             Routed {
@@ -348,8 +354,9 @@ impl KvRouter {
         }
     }
 
-    /// The request finished on its target: stop tracking it.
-    pub fn free(&mut self, id: u32) {
+    /// The request finished on its target: stop tracking it. `blocks` are the content ids it
+    /// was routed with.
+    pub fn free(&mut self, id: u32, blocks: &[u32]) {
         self.prefill_completed(id);
         let Some(r) = self.routed.remove(&id) else {
             return;
@@ -357,15 +364,11 @@ impl KvRouter {
         let load = &mut self.loads[r.target];
         load.requests -= 1;
         load.unique_blocks -= r.unique;
-        if r.shared > 0 {
-            if let Some(hs) = self.hashes_of.remove(&id) {
-                for h in hs {
-                    if let Some(c) = load.blocks.get_mut(&h) {
-                        *c -= 1;
-                        if *c == 0 {
-                            load.blocks.remove(&h);
-                        }
-                    }
+        for b in &blocks[..(r.shared as usize).min(blocks.len())] {
+            if let Some(c) = load.blocks.get_mut(b) {
+                *c -= 1;
+                if *c == 0 {
+                    load.blocks.remove(b);
                 }
             }
         }
@@ -378,7 +381,7 @@ impl KvRouter {
             QueuePolicy::Fcfs => jump - arrival_s,
             QueuePolicy::Lcfs => jump + arrival_s,
             QueuePolicy::Wspt => {
-                self.compute_overlaps(r.hashes);
+                self.compute_overlaps(r.blocks);
                 let best = self.scratch_overlap.iter().copied().max().unwrap_or(0) as u64
                     * self.block_size as u64;
                 let eff = (r.isl as u64).saturating_sub(best).max(1);
@@ -392,8 +395,8 @@ impl KvRouter {
 mod tests {
     use super::*;
 
-    fn req(hashes: &[u64], isl: u32) -> RouteRequest<'_> {
-        RouteRequest { hashes, isl }
+    fn req(blocks: &[u32], isl: u32) -> RouteRequest<'_> {
+        RouteRequest { blocks, isl }
     }
 
     #[test]
@@ -407,7 +410,7 @@ mod tests {
     fn kv_router_prefers_cached_target() {
         let cfg = RouterConfig::default();
         let mut r = KvRouter::new(&cfg, 3, 64, Some(8192), 7);
-        for h in [1u64, 2, 3] {
+        for h in [1u32, 2, 3] {
             r.apply_event(2, KvEvent::Stored(h));
         }
         let d = r.route(0, &req(&[1, 2, 3, 4], 300));
@@ -416,8 +419,8 @@ mod tests {
         // Load now sits on target 2; a request with no overlap avoids it.
         let d2 = r.route(1, &req(&[9, 8, 7, 6], 300));
         assert_ne!(d2.target, 2);
-        r.free(0);
-        r.free(1);
+        r.free(0, &[1, 2, 3, 4]);
+        r.free(1, &[9, 8, 7, 6]);
         assert!(r
             .loads
             .iter()
@@ -436,7 +439,7 @@ mod tests {
             (0..8)
                 .map(|i| {
                     let d = r.route(i, &req(&[], 10));
-                    r.free(i);
+                    r.free(i, &[]);
                     d.target
                 })
                 .collect::<Vec<_>>()
@@ -453,6 +456,6 @@ mod tests {
         r.compute_overlaps(&[5]);
         assert_eq!(r.scratch_overlap[65], 1);
         r.apply_event(65, KvEvent::Removed(5));
-        assert!(r.index.is_empty());
+        assert!(r.index.iter().all(|&row| row == NO_ROW));
     }
 }

@@ -2,7 +2,9 @@
 //! the pooled token gaps, turned into a report at the end. Token gaps stream into
 //! [`TokenGaps`]; nothing is stored per token.
 
-use crate::report::{build_report, CompletedRequest, RequestRecord, RunTotals, TokenGaps};
+use crate::report::{
+    build_report, CompletedRequest, GapTally, RequestRecord, RunTotals, TokenGaps,
+};
 use crate::workload::Workload;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,9 +41,8 @@ struct Rec {
 pub struct Collector {
     recs: Vec<Rec>,
     gaps: TokenGaps,
-    /// Run of equal consecutive gaps not yet added to `gaps` (tokens of one pass share a gap).
-    pending_gap: f64,
-    pending_count: u64,
+    /// Gaps not yet added to `gaps`, counted by value.
+    tally: GapTally,
     arrivals: u64,
     keep_records: bool,
 }
@@ -51,8 +52,7 @@ impl Collector {
         Collector {
             recs: vec![Rec::default(); n],
             gaps: TokenGaps::new(),
-            pending_gap: 0.0,
-            pending_count: 0,
+            tally: GapTally::new(),
             arrivals: 0,
             keep_records,
         }
@@ -151,13 +151,7 @@ impl Collector {
 
     #[inline]
     fn gap(&mut self, gap: f64, count: u64) {
-        if gap.to_bits() == self.pending_gap.to_bits() {
-            self.pending_count += count;
-        } else {
-            self.gaps.add(self.pending_gap, self.pending_count);
-            self.pending_gap = gap;
-            self.pending_count = count;
-        }
+        self.tally.add(gap, count, &mut self.gaps);
     }
 
     pub fn completed(&mut self, req: u32, now: f64) {
@@ -174,7 +168,7 @@ impl Collector {
 
     pub fn finish(mut self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
         totals.num_requests = self.arrivals;
-        self.gaps.add(self.pending_gap, self.pending_count);
+        self.tally.flush(&mut self.gaps);
         let mut completed = Vec::new();
         for (i, r) in self.recs.iter().enumerate() {
             if r.status != Status::Completed || r.n_out == 0 {

@@ -14,13 +14,15 @@ use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
 use crate::engine::timing::Polynomial;
-use crate::engine::vllm::{prompt_hashes_from_blocks, Engine, PassOutput};
+use crate::engine::vllm::{Engine, PassOutput};
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
 use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
-use crate::workload::{Content, Workload};
+use crate::workload::sharing::PromptBlocks;
+use crate::workload::Workload;
 use collector::Collector;
 use driver::Driver;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -126,16 +128,13 @@ struct Sim<'w> {
     opts: SimOptions,
     w: &'w Workload,
     cfg: &'w SimConfig,
-    block_size: u32,
     workers: Vec<Worker>,
     pools: Vec<Pool>,
     heap: BinaryHeap<Event>,
     event_seq: u64,
     queue_seq: u64,
-    /// Full-block hashes of the shareable prompt prefix of every request in flight.
-    prompts: Vec<Vec<u64>>,
-    /// Per request: leading full blocks another request may share (see `workload::sharing`).
-    shared_blocks: Vec<u32>,
+    /// Content ids of the shareable prompt blocks of every request (see `workload::sharing`).
+    prompts: Cow<'w, PromptBlocks>,
     target_of: Vec<u32>,
     handoffs: Vec<Handoff>,
     transfer: Option<(f64, KvTransferTimingMode)>,
@@ -173,8 +172,25 @@ pub fn simulate_with(
     cfg: &SimConfig,
     opts: SimOptions,
 ) -> Result<SimOutput, SimError> {
+    simulate_prepared(workload, None, cfg, opts)
+}
+
+/// [`simulate_with`] reusing the workload's [`PromptBlocks`] for the configuration's block size
+/// (a sweep computes them once per workload and block size). Blocks computed for another block
+/// size are not used.
+pub fn simulate_prepared(
+    workload: &Workload,
+    prompts: Option<&PromptBlocks>,
+    cfg: &SimConfig,
+    opts: SimOptions,
+) -> Result<SimOutput, SimError> {
     let started = std::time::Instant::now();
-    let mut sim = Sim::new(workload, cfg, opts)?;
+    let bs = cfg.topology.block_size().max(1);
+    let prompts = match prompts {
+        Some(p) if p.block_size() == bs => Cow::Borrowed(p),
+        _ => Cow::Owned(PromptBlocks::new(workload, bs)),
+    };
+    let mut sim = Sim::new(workload, prompts, cfg, opts)?;
     sim.run()?;
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(sim.finish(wall_ms))
@@ -196,7 +212,13 @@ fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
 }
 
 impl<'w> Sim<'w> {
-    fn new(w: &'w Workload, cfg: &'w SimConfig, opts: SimOptions) -> Result<Self, SimError> {
+    fn new(
+        w: &'w Workload,
+        prompts: Cow<'w, PromptBlocks>,
+        cfg: &'w SimConfig,
+        opts: SimOptions,
+    ) -> Result<Self, SimError> {
+        let num_ids = prompts.num_ids();
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
         let mut pools = Vec::new();
@@ -217,7 +239,7 @@ impl<'w> Sim<'w> {
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Engine::new(args, Polynomial, record))
+                    .map(|_| Engine::new(args, Polynomial, record, num_ids))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {
@@ -324,17 +346,12 @@ impl<'w> Sim<'w> {
             start_order,
             w,
             cfg,
-            block_size: cfg.topology.block_size().max(1),
             workers,
             pools,
             heap: BinaryHeap::new(),
             event_seq: 0,
             queue_seq: 0,
-            prompts: vec![Vec::new(); n],
-            shared_blocks: crate::workload::sharing::shared_prefix_blocks(
-                w,
-                cfg.topology.block_size().max(1),
-            ),
+            prompts,
             target_of: vec![u32::MAX; n],
             handoffs: vec![
                 Handoff::default();
@@ -443,23 +460,9 @@ impl<'w> Sim<'w> {
         }
     }
 
-    /// A request becomes visible: record it, compute its prompt hashes, route it.
+    /// A request becomes visible: record it, route it.
     fn arrive(&mut self, req: u32) {
-        let r = &self.w.requests[req as usize];
         self.col.arrival(req, self.now);
-        // Only the shareable prefix is hashed: no other request can match the rest.
-        let mut hashes = std::mem::take(&mut self.prompts[req as usize]);
-        hashes.clear();
-        if let Content::Blocks { .. } = r.content {
-            prompt_hashes_from_blocks(
-                self.w.blocks_of(r),
-                self.w.trace_block_size,
-                self.shared_blocks[req as usize],
-                self.block_size,
-                &mut hashes,
-            );
-        }
-        self.prompts[req as usize] = hashes;
         self.submit(0, req);
     }
 
@@ -470,7 +473,7 @@ impl<'w> Sim<'w> {
             if router.queues() && (!pool.queue.is_empty() || router.all_busy()) {
                 let r = &self.w.requests[req as usize];
                 let route_req = RouteRequest {
-                    hashes: &self.prompts[req as usize],
+                    blocks: self.prompts.of(req),
                     isl: r.input_length,
                 };
                 let key =
@@ -496,7 +499,7 @@ impl<'w> Sim<'w> {
             PoolRouter::Kv(router) => router.route(
                 req,
                 &RouteRequest {
-                    hashes: &self.prompts[req as usize],
+                    blocks: self.prompts.of(req),
                     isl: r.input_length,
                 },
             ),
@@ -515,7 +518,7 @@ impl<'w> Sim<'w> {
         // decode time (their tokens are hidden): the source KV is held until the last of them,
         // which is emitted one per pass while the worker is busy with other prefills. Observed in
         // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
-        let shared = self.prompts[req as usize].len() as u32;
+        let shared = self.prompts.of(req).len() as u32;
         worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length, shared);
         worker.stalled = false;
         let local = wi - pool.first_worker;
@@ -738,7 +741,7 @@ impl<'w> Sim<'w> {
                 match role {
                     Role::Prefill => {
                         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.free(req);
+                            r.free(req, self.prompts.of(req));
                             load_changed = true;
                         }
                         self.col.source_held(req, now);
@@ -765,9 +768,8 @@ impl<'w> Sim<'w> {
 
     fn release_request(&mut self, p: usize, req: u32) {
         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-            r.free(req);
+            r.free(req, self.prompts.of(req));
         }
-        self.prompts[req as usize] = Vec::new();
     }
 
     /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
@@ -781,7 +783,6 @@ impl<'w> Sim<'w> {
             self.workers[prefill_worker].ranks[0].release_held(req);
             self.workers[prefill_worker].stalled = false;
             self.col.rejected(req, self.now);
-            self.prompts[req as usize] = Vec::new();
             self.driver.on_terminal(self.w, req, self.now);
             return;
         }
@@ -811,7 +812,7 @@ impl<'w> Sim<'w> {
                 r.uuid,
                 r.input_length,
                 r.output_length,
-                &self.prompts[req as usize],
+                self.prompts.of(req),
             ) else {
                 return;
             };

@@ -17,98 +17,209 @@ struct Node {
     top2: u32,
 }
 
-/// For every request, the number of leading full engine blocks of `block_size` tokens that
-/// another request of the workload may also hold. 0 for requests with unique content.
-pub fn shared_prefix_blocks(w: &Workload, block_size: u32) -> Vec<u32> {
-    let bs = block_size.max(1) as u64;
-    let tbs = w.trace_block_size.max(1) as u64;
-    // An id used by a single request can end no shared prefix: only ids seen at least twice
-    // (at any position) enter the trie, which keeps it small on real traces.
-    let mut seen = vec![0u8; w.num_distinct_blocks as usize];
-    for r in &w.requests {
-        for &id in w.blocks_of(r) {
-            if let Some(c) = seen.get_mut(id as usize) {
-                *c = c.saturating_add(1);
-            }
-        }
-    }
-    let repeated = |id: u32| seen.get(id as usize).is_some_and(|&c| c >= 2);
-    let mut children: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    let mut nodes: Vec<Node> = Vec::new();
-    const ROOT: u32 = u32::MAX;
-    for (ri, r) in w.requests.iter().enumerate() {
-        if !matches!(r.content, Content::Blocks { .. }) {
-            continue;
-        }
-        let mut parent = ROOT;
-        let input = r.input_length;
-        for &id in w.blocks_of(r) {
-            if !repeated(id) {
-                break;
-            }
-            let next = nodes.len() as u32;
-            let node = *children.entry((parent, id)).or_insert(next);
-            if node == next {
-                nodes.push(Node {
-                    top1: 0,
-                    top1_req: u32::MAX,
-                    top2: 0,
-                });
-            }
-            let n = &mut nodes[node as usize];
-            if input > n.top1 {
-                n.top2 = n.top1;
-                n.top1 = input;
-                n.top1_req = ri as u32;
-            } else if input > n.top2 {
-                n.top2 = input;
-            }
-            parent = node;
-        }
-    }
-    let mut out = vec![0u32; w.requests.len()];
-    for (ri, r) in w.requests.iter().enumerate() {
-        if !matches!(r.content, Content::Blocks { .. }) {
-            continue;
-        }
-        let full = r.input_length as u64 / bs;
-        let ids = w.blocks_of(r);
-        let mut parent = ROOT;
-        let mut depth_node: Vec<u32> = Vec::new();
-        let mut j = 0u64;
-        'blocks: while j < full {
-            let end = (j + 1) * bs;
-            let b = ((end - 1) / tbs) as usize;
-            while depth_node.len() <= b {
-                let Some(&id) = ids.get(depth_node.len()) else {
-                    break 'blocks;
-                };
-                let Some(&node) = children.get(&(parent, id)) else {
-                    break 'blocks;
-                };
-                depth_node.push(node);
-                parent = node;
-            }
-            let n = &nodes[depth_node[b] as usize];
-            let other = if n.top1_req == ri as u32 {
-                n.top2
-            } else {
-                n.top1
-            };
-            if (other as u64) < end {
-                break;
-            }
-            j += 1;
-        }
-        out[ri] = j as u32;
-    }
-    out
+/// The shareable prompt blocks of every request of a workload for one engine block size, as
+/// dense content ids: two requests' blocks have the same id exactly when they hold the same
+/// tokens at the same position after the same prefix (what vLLM's chained block hashes tell
+/// apart). Only the leading full blocks that another request of the workload may also hold get
+/// an id; the rest of a prompt is unique to its request. Computed once per (workload, block
+/// size) and shared read-only by every simulation of it.
+#[derive(Debug, Clone, Default)]
+pub struct PromptBlocks {
+    block_size: u32,
+    /// `ids[starts[r]..starts[r + 1]]` are request `r`'s shareable blocks.
+    starts: Vec<usize>,
+    ids: Vec<u32>,
+    num_ids: u32,
 }
 
+impl PromptBlocks {
+    pub fn new(w: &Workload, block_size: u32) -> Self {
+        let block_size = block_size.max(1);
+        let bs = block_size as u64;
+        let tbs = w.trace_block_size.max(1) as u64;
+        let trie = Trie::build(w);
+        // A block's content is fixed by the trie node of the trace block holding its last token
+        // (the id path up to it) and its index: each node owns the ids of the engine blocks
+        // that end inside its trace block, allocated the first time one of them is shared.
+        let mut node_base = vec![u32::MAX; trie.nodes.len()];
+        let mut next_id = 0u32;
+        let mut starts = Vec::with_capacity(w.requests.len() + 1);
+        let mut ids: Vec<u32> = Vec::new();
+        for (ri, r) in w.requests.iter().enumerate() {
+            starts.push(ids.len());
+            let full = r.input_length as u64 / bs;
+            for (b, &node) in trie.path(ri).iter().enumerate() {
+                // Engine blocks ending in trace block b: floor(b·tbs/bs) .. floor((b+1)·tbs/bs).
+                let first_j = b as u64 * tbs / bs;
+                let stop_j = ((b as u64 + 1) * tbs / bs).min(full);
+                if first_j >= full {
+                    break;
+                }
+                let n = &trie.nodes[node as usize];
+                let other = if n.top1_req == ri as u32 {
+                    n.top2
+                } else {
+                    n.top1
+                };
+                // Block j is shared while another request through this node holds its last
+                // token: (j + 1)·bs <= other.
+                let ok_j = (other as u64 / bs).min(stop_j);
+                if ok_j > first_j {
+                    let base = &mut node_base[node as usize];
+                    if *base == u32::MAX {
+                        let count = (b as u64 + 1) * tbs / bs - first_j;
+                        // Ids stay below u32::MAX (the pool's "absent" marker); a workload this
+                        // large cannot be held in memory anyway, so sharing simply stops there.
+                        let Some(top) = (next_id as u64)
+                            .checked_add(count)
+                            .filter(|&t| t < u32::MAX as u64)
+                        else {
+                            break;
+                        };
+                        *base = next_id;
+                        next_id = top as u32;
+                    }
+                    let base = *base;
+                    ids.extend((0..(ok_j - first_j) as u32).map(|k| base + k));
+                }
+                if ok_j < stop_j || stop_j == full {
+                    break;
+                }
+            }
+        }
+        starts.push(ids.len());
+        PromptBlocks {
+            block_size,
+            starts,
+            ids,
+            num_ids: next_id,
+        }
+    }
+
+    /// Engine block size the ids were computed for.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Number of distinct content ids (all ids are `< num_ids`).
+    pub fn num_ids(&self) -> u32 {
+        self.num_ids
+    }
+
+    /// Content ids of request `req`'s shareable leading full blocks.
+    #[inline]
+    pub fn of(&self, req: u32) -> &[u32] {
+        let r = req as usize;
+        match (self.starts.get(r), self.starts.get(r + 1)) {
+            (Some(&a), Some(&b)) => &self.ids[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Explicit content ids per request (tests).
+    #[cfg(test)]
+    pub(crate) fn from_lists(block_size: u32, lists: &[&[u32]]) -> Self {
+        let mut p = PromptBlocks {
+            block_size,
+            ..PromptBlocks::default()
+        };
+        for l in lists {
+            p.starts.push(p.ids.len());
+            p.ids.extend_from_slice(l);
+        }
+        p.starts.push(p.ids.len());
+        p.num_ids = p.ids.iter().map(|&i| i + 1).max().unwrap_or(0);
+        p
+    }
+
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.capacity() * std::mem::size_of::<usize>() + self.ids.capacity() * 4
+    }
+}
+
+const ROOT: u32 = u32::MAX;
+
+/// Trie of the repeated trace-block id prefixes of all requests, with each request's path.
+struct Trie {
+    nodes: Vec<Node>,
+    /// `paths[path_starts[r]..path_starts[r + 1]]`: the nodes of request `r`'s leading ids.
+    paths: Vec<u32>,
+    path_starts: Vec<usize>,
+}
+
+impl Trie {
+    fn build(w: &Workload) -> Trie {
+        // An id used by a single request can end no shared prefix: only ids seen at least twice
+        // (at any position) enter the trie, which keeps it small on real traces.
+        let mut seen = vec![0u8; w.num_distinct_blocks as usize];
+        for r in &w.requests {
+            for &id in w.blocks_of(r) {
+                if let Some(c) = seen.get_mut(id as usize) {
+                    *c = c.saturating_add(1);
+                }
+            }
+        }
+        let repeated = |id: u32| seen.get(id as usize).is_some_and(|&c| c >= 2);
+        let mut children: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut paths = Vec::new();
+        let mut path_starts = Vec::with_capacity(w.requests.len() + 1);
+        for (ri, r) in w.requests.iter().enumerate() {
+            path_starts.push(paths.len());
+            if !matches!(r.content, Content::Blocks { .. }) {
+                continue;
+            }
+            let mut parent = ROOT;
+            let input = r.input_length;
+            for &id in w.blocks_of(r) {
+                if !repeated(id) {
+                    break;
+                }
+                let next = nodes.len() as u32;
+                let node = *children.entry((parent, id)).or_insert(next);
+                if node == next {
+                    nodes.push(Node {
+                        top1: 0,
+                        top1_req: u32::MAX,
+                        top2: 0,
+                    });
+                }
+                let n = &mut nodes[node as usize];
+                if input > n.top1 {
+                    n.top2 = n.top1;
+                    n.top1 = input;
+                    n.top1_req = ri as u32;
+                } else if input > n.top2 {
+                    n.top2 = input;
+                }
+                paths.push(node);
+                parent = node;
+            }
+        }
+        path_starts.push(paths.len());
+        Trie {
+            nodes,
+            paths,
+            path_starts,
+        }
+    }
+
+    fn path(&self, r: usize) -> &[u32] {
+        &self.paths[self.path_starts[r]..self.path_starts[r + 1]]
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workload::trace::parse_trace;
+
+    fn shared_counts(w: &Workload, bs: u32) -> Vec<usize> {
+        let p = PromptBlocks::new(w, bs);
+        (0..w.requests.len() as u32)
+            .map(|r| p.of(r).len())
+            .collect()
+    }
 
     #[test]
     fn shared_prefixes_in_engine_blocks() {
@@ -119,13 +230,87 @@ mod tests {
             "{\"timestamp\":3,\"input_length\":512,\"output_length\":1,\"hash_ids\":[9]}\n",
         );
         let w = parse_trace(text, "t.jsonl", 512).unwrap();
-        let s = shared_prefix_blocks(&w, 64);
         // Requests 0 and 1 share ids [1,2]; request 1 only has 700 tokens, so request 0 shares
         // blocks up to token 640 (10 blocks) and request 1 its 10 full blocks; request 2 shares
         // id 1 (8 blocks) with both; request 3 is alone.
-        assert_eq!(s, vec![10, 10, 8, 0]);
+        assert_eq!(shared_counts(&w, 64), vec![10, 10, 8, 0]);
+        let p = PromptBlocks::new(&w, 64);
+        assert_eq!(p.of(0), p.of(1));
+        assert_eq!(p.of(0)[..8], p.of(2)[..]);
+        assert_eq!(p.num_ids(), 16);
         // Engine blocks larger than a trace block.
-        let s = shared_prefix_blocks(&w, 1024);
-        assert_eq!(s, vec![0, 0, 0, 0]);
+        assert_eq!(shared_counts(&w, 1024), vec![0, 0, 0, 0]);
+    }
+
+    fn splitmix(x: u64) -> u64 {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// vLLM-style chained content hash of a prompt's first `blocks` engine blocks, each trace id
+    /// standing for `tbs` identical tokens: the definition the dense ids must agree with.
+    fn chained_hashes(ids: &[u32], tbs: u64, bs: u64, blocks: usize) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut parent = 0x5EEDu64;
+        for j in 0..blocks as u64 {
+            let mut local = 0xC0FFEEu64;
+            for t in j * bs..(j + 1) * bs {
+                let id = ids.get((t / tbs) as usize).copied().unwrap_or(u32::MAX) as u64;
+                local = splitmix(local ^ splitmix(id));
+            }
+            parent = splitmix(parent ^ splitmix(local));
+            out.push((parent, j));
+        }
+        out
+    }
+
+    #[test]
+    fn dense_ids_match_chained_hashes() {
+        // Prompts over a few ids, with lengths that cut trace and engine blocks anywhere.
+        let mut text = String::new();
+        let mut state = 12345u64;
+        for i in 0..60 {
+            state = splitmix(state);
+            let n = 1 + (state % 5) as usize;
+            let ids: Vec<String> = (0..n)
+                .map(|k| ((state >> (8 * k)) % if k == 0 { 2 } else { 3 }).to_string())
+                .collect();
+            let len = 1 + (state >> 40) % (n as u64 * 20);
+            text.push_str(&format!(
+                "{{\"timestamp\":{i},\"input_length\":{len},\"output_length\":1,\"hash_ids\":[{}]}}\n",
+                ids.join(",")
+            ));
+        }
+        for (tbs, bs) in [(20u32, 4u32), (20, 7), (20, 20), (20, 30), (16, 16)] {
+            let w = parse_trace(&text, "t.jsonl", tbs).unwrap();
+            let p = PromptBlocks::new(&w, bs);
+            let mut by_hash: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+            let mut by_id: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+            for (ri, r) in w.requests.iter().enumerate() {
+                let ids = p.of(ri as u32);
+                let hashes = chained_hashes(w.blocks_of(r), tbs as u64, bs as u64, ids.len());
+                for (&id, &h) in ids.iter().zip(&hashes) {
+                    assert!(id < p.num_ids());
+                    assert_eq!(*by_hash.entry(h).or_insert(id), id, "tbs {tbs} bs {bs}");
+                    assert_eq!(*by_id.entry(id).or_insert(h), h, "tbs {tbs} bs {bs}");
+                }
+                // Past the shared prefix, no other request holds the next block.
+                let full = r.input_length / bs;
+                if (ids.len() as u32) < full {
+                    let all = chained_hashes(w.blocks_of(r), tbs as u64, bs as u64, full as usize);
+                    let next = all[ids.len()];
+                    let others = w.requests.iter().enumerate().filter(|&(o, q)| {
+                        o != ri
+                            && q.input_length / bs > ids.len() as u32
+                            && chained_hashes(w.blocks_of(q), tbs as u64, bs as u64, ids.len() + 1)
+                                [ids.len()]
+                                == next
+                    });
+                    assert_eq!(others.count(), 0, "tbs {tbs} bs {bs} request {ri}");
+                }
+            }
+        }
     }
 }
