@@ -125,3 +125,21 @@ fn synthetic_open_loop_dp_ranks_and_speedups() {
          --replay-concurrency 32 --num-workers 2 --extra-engine-args '{\"max_model_len\":5300}'",
     );
 }
+
+/// Strides that cross block boundaries on full pools: blocks are taken from the LRU head on the
+/// way, and with a KV router the stride stops before evicting a block the router knows of.
+#[test]
+fn strides_across_block_boundaries_on_full_pools() {
+    check(&format!(
+        "{C2K} --num-workers 2 --router-mode kv_router \
+         --extra-engine-args '{{\"block_size\":16,\"num_gpu_blocks\":2500}}'"
+    ));
+    check(
+        "--input-tokens 3000 --output-tokens 400 --request-count 150 --request-rate 20 \
+         --shared-prefix-ratio 0.6 --num-prefix-groups 4 --num-workers 2 --router-mode kv_router \
+         --extra-engine-args '{\"block_size\":32,\"num_gpu_blocks\":700,\"preemption_mode\":\"fifo\"}'",
+    );
+    check(&format!(
+        "{C2K} --num-workers 3 --extra-engine-args '{{\"block_size\":8,\"num_gpu_blocks\":6000}}'"
+    ));
+}

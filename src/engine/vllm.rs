@@ -100,6 +100,8 @@ pub struct Engine<M: LatencyModel> {
     pass_no: u64,
     /// Finished prefill-only sequences whose KV is held until handed over: (request, seq).
     held: Vec<(u32, u32)>,
+    /// Blocks allocated per pass of a stride being planned.
+    scratch_allocs: Vec<u32>,
 }
 
 impl<M: LatencyModel> Engine<M> {
@@ -117,6 +119,7 @@ impl<M: LatencyModel> Engine<M> {
             running: Vec::new(),
             pass_no: 0,
             held: Vec::new(),
+            scratch_allocs: Vec::new(),
         }
     }
 
@@ -440,8 +443,13 @@ impl<M: LatencyModel> Engine<M> {
 
     /// Decode step time of `ready` sequences with mean context `context`, speed-ups applied.
     fn decode_time(&self, ready: u64, context: u64) -> f64 {
+        self.decode_time_at(ready, context, self.pool.num_active())
+    }
+
+    /// [`Engine::decode_time`] with `active_blocks` blocks in use.
+    fn decode_time_at(&self, ready: u64, context: u64, active_blocks: u32) -> f64 {
         let bs = self.block_size as u64;
-        let active_kv = self.pool.num_active() as u64 * bs;
+        let active_kv = active_blocks as u64 * bs;
         let total_kv = self.pool.capacity() as u64 * bs;
         let ratio = if self.args.speedup_ratio > 0.0 && self.args.decode_speedup_ratio > 0.0 {
             self.args.speedup_ratio * self.args.decode_speedup_ratio
@@ -456,11 +464,16 @@ impl<M: LatencyModel> Engine<M> {
         )
     }
 
-    /// If the next passes would all be identical pure-decode passes (nothing waiting, every
-    /// running sequence decoding one token within its allocated blocks, budget for all), how
-    /// many of them there are before one allocates a block or completes a sequence (the
-    /// completing pass included), and their duration. `None` when the next pass differs.
-    pub fn plan_stride(&self, max_passes: u32) -> Option<(u32, f64)> {
+    /// If the next passes would all be pure-decode passes (nothing waiting, every running
+    /// sequence decoding one token, budget for all), plans a stride of them: up to the pass in
+    /// which a sequence completes (included), and only as far as the blocks sequences allocate
+    /// on the way can be had without preempting anyone and, when the pool reports KV events,
+    /// without evicting a block the router knows of. Such passes differ only in their duration
+    /// (the blocks in use grow as sequences cross block boundaries), which `durations` receives,
+    /// one per pass. Returns the number of passes (at least 2), or `None` when the next pass
+    /// differs.
+    pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
+        durations.clear();
         if !self.waiting.is_empty()
             || self.running.is_empty()
             || self.args.worker_type == WorkerType::Prefill
@@ -486,31 +499,75 @@ impl<M: LatencyModel> Engine<M> {
                 return None;
             }
             k = k.min(rem);
-            // Pass i computes position num_computed + i - 1; it allocates once that reaches
-            // the capacity of the blocks held.
-            let held_tokens = (seq.registered + seq.tail) * bs;
-            if held_tokens <= seq.num_computed {
-                return None;
-            }
-            k = k.min(held_tokens - seq.num_computed);
             ctx_sum += len as u64;
         }
         if k < 2 {
             return None;
         }
-        Some((k, self.decode_time(n, ctx_sum / n)))
+        // allocs[i]: blocks allocated in pass i + 1. Pass i (1-based) computes position
+        // num_computed + i − 1 and needs ceil((num_computed + i) / bs) blocks.
+        let allocs = &mut self.scratch_allocs;
+        allocs.clear();
+        allocs.resize(k as usize, 0);
+        let mut total = 0u32;
+        for &s in &self.running {
+            let seq = &self.seqs[s as usize];
+            let held_tokens = (seq.registered + seq.tail) as u64 * bs as u64;
+            let c0 = seq.num_computed as u64;
+            // First pass that needs one more block: num_computed + i > held_tokens.
+            let mut i = (held_tokens + 1).saturating_sub(c0).max(1);
+            while i <= k as u64 {
+                allocs[i as usize - 1] += 1;
+                total += 1;
+                i += bs as u64;
+            }
+        }
+        let quiet = self.pool.quiet_allocations(total);
+        let ctx = ctx_sum / n;
+        let mut active = self.pool.num_active();
+        let mut used = 0u32;
+        let mut d = f64::NAN;
+        for i in 0..k as usize {
+            let a = self.scratch_allocs[i];
+            if a > 0 || i == 0 {
+                used += a;
+                if used > quiet {
+                    break;
+                }
+                active += a;
+                d = self.decode_time_at(n, ctx, active);
+            }
+            durations.push(d);
+        }
+        let k = durations.len() as u32;
+        if k < 2 {
+            durations.clear();
+            return None;
+        }
+        Some(k)
     }
 
     /// Applies `passes` pure-decode passes planned by [`Engine::plan_stride`]: every running
-    /// sequence computes and emits `passes` tokens; those that complete in the last pass finish.
-    /// `out.emitted` gets each sequence's generated count after the stride.
+    /// sequence takes the blocks it crosses into, computes and emits `passes` tokens; those that
+    /// complete in the last pass finish. `out.emitted` gets each sequence's generated count after
+    /// the stride.
     pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
         out.clear();
         self.pass_no += passes as u64;
         let bs = self.block_size;
         for k in 0..self.running.len() {
             let s = self.running[k];
+            let seq = &self.seqs[s as usize];
+            let need = (seq.num_computed + passes)
+                .div_ceil(bs)
+                .saturating_sub(seq.registered + seq.tail);
+            if need > 0 {
+                // Planned within the pool's quiet allocations: cannot fail.
+                let ok = self.pool.allocate(need);
+                debug_assert!(ok, "stride allocation failed");
+            }
             let seq = &mut self.seqs[s as usize];
+            seq.tail += need;
             seq.num_computed += passes;
             seq.generated += passes;
             let (req, generated, full) = (seq.req, seq.generated, seq.num_computed / bs);

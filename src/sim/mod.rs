@@ -596,20 +596,27 @@ impl<'w> Sim<'w> {
         if worker.ranks.len() != 1 {
             return false;
         }
-        let Some((k, d)) = worker.ranks[0].plan_stride(u32::MAX) else {
+        let mut ends = std::mem::take(&mut worker.stride_ends);
+        let Some(_) = worker.ranks[0].plan_stride(u32::MAX, &mut ends) else {
+            worker.stride_ends = ends;
             return false;
         };
+        // `ends` holds the pass durations: turn them into end times, the way the step loop adds
+        // them.
         let cap = self.cfg.max_sim_time_ms;
-        worker.stride_ends.clear();
         let mut t = self.now;
-        for i in 0..k {
+        let mut k = ends.len();
+        for (i, end) in ends.iter_mut().enumerate() {
             // Like the step loop: no pass starts once the clock is past the time cap.
             if i > 0 && cap.is_some_and(|c| t > c) {
+                k = i;
                 break;
             }
-            t += d;
-            worker.stride_ends.push(t);
+            t += *end;
+            *end = t;
         }
+        ends.truncate(k);
+        worker.stride_ends = ends;
         if worker.stride_ends.len() < 2 {
             return false;
         }
