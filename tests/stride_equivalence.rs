@@ -142,4 +142,12 @@ fn strides_across_block_boundaries_on_full_pools() {
     check(&format!(
         "{C2K} --num-workers 3 --extra-engine-args '{{\"block_size\":8,\"num_gpu_blocks\":6000}}'"
     ));
+    // Prefill workers' hidden tokens (zero-time passes applied at once) on a small pool.
+    for router in ["kv_router", "round_robin"] {
+        check(&format!(
+            "{C2K} --router-mode {router} --num-prefill-workers 2 --num-decode-workers 2 \
+             --prefill-engine-args '{{\"block_size\":16,\"worker_type\":\"prefill\",\"num_gpu_blocks\":3000}}' \
+             --decode-engine-args '{{\"block_size\":16,\"worker_type\":\"decode\",\"num_gpu_blocks\":20000}}'"
+        ));
+    }
 }

@@ -190,16 +190,19 @@ impl KvPool {
     }
 
     /// How many blocks (at most `max`) can be allocated one at a time from now on without
-    /// failing, and, when the pool reports events, without evicting a block the router was told
-    /// about: free capacity plus the evictable run at the LRU head.
-    pub fn quiet_allocations(&self, max: u32) -> u32 {
+    /// failing, and, when the pool reports events and `keep_visible`, without evicting a block
+    /// the router was told about: free capacity plus the evictable run at the LRU head.
+    pub fn quiet_allocations(&self, max: u32, keep_visible: bool) -> u32 {
+        if !(keep_visible && self.record_events) {
+            return self.available().min(max);
+        }
         let mut n = self.capacity - self.copies;
         let mut s = self.lru_head;
         while n < max && s != NIL {
             let slot = &self.slots[s as usize];
             if slot.extent > 0 {
                 n = n.saturating_add(slot.extent);
-            } else if self.record_events && slot.visible {
+            } else if slot.visible {
                 break;
             } else {
                 n += 1;

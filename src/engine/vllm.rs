@@ -471,13 +471,14 @@ impl<M: LatencyModel> Engine<M> {
     /// without evicting a block the router knows of. Such passes differ only in their duration
     /// (the blocks in use grow as sequences cross block boundaries), which `durations` receives,
     /// one per pass. Returns the number of passes (at least 2), or `None` when the next pass
-    /// differs.
+    /// differs. On a prefill worker the passes take no time (their tokens are hidden) and are
+    /// applied at once by the caller, so blocks the router knows of may be evicted on the way.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
+        let prefill = self.args.worker_type == WorkerType::Prefill;
         if !self.waiting.is_empty()
             || self.running.is_empty()
-            || self.args.worker_type == WorkerType::Prefill
-            || self.model.decode_depends_on_context()
+            || (!prefill && self.model.decode_depends_on_context())
         {
             return None;
         }
@@ -522,7 +523,7 @@ impl<M: LatencyModel> Engine<M> {
                 i += bs as u64;
             }
         }
-        let quiet = self.pool.quiet_allocations(total);
+        let quiet = self.pool.quiet_allocations(total, !prefill);
         let ctx = ctx_sum / n;
         let mut active = self.pool.num_active();
         let mut used = 0u32;
@@ -535,7 +536,11 @@ impl<M: LatencyModel> Engine<M> {
                     break;
                 }
                 active += a;
-                d = self.decode_time_at(n, ctx, active);
+                d = if prefill {
+                    0.0
+                } else {
+                    self.decode_time_at(n, ctx, active)
+                };
             }
             durations.push(d);
         }
@@ -574,13 +579,20 @@ impl<M: LatencyModel> Engine<M> {
             self.register_full_blocks(s, full, prompts.of(req));
             out.emitted.push((req, generated));
         }
+        let prefill = self.args.worker_type == WorkerType::Prefill;
         let mut k = 0usize;
         while k < self.running.len() {
             let s = self.running[k];
             if self.remaining_output(s) == 0 {
                 self.running.remove(k);
-                out.finished.push(self.seqs[s as usize].req);
-                self.free_seq(s);
+                let req = self.seqs[s as usize].req;
+                out.finished.push(req);
+                if prefill {
+                    // The source KV stays until the decode side has it (spec §7.2).
+                    self.held.push((req, s));
+                } else {
+                    self.free_seq(s);
+                }
             } else {
                 k += 1;
             }

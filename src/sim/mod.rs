@@ -558,7 +558,14 @@ impl<'w> Sim<'w> {
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) -> Result<(), SimError> {
         loop {
-            if self.opts.strides && self.start_stride(wi) {
+            if self.opts.strides && self.workers[wi].role == Role::Prefill {
+                if self.hidden_stride(wi) {
+                    if self.workers[wi].stalled || !self.worker_has_work(wi) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            } else if self.opts.strides && self.start_stride(wi) {
                 return Ok(());
             }
             let dur = self.run_pass(wi)?;
@@ -627,6 +634,32 @@ impl<'w> Sim<'w> {
         true
     }
 
+    /// On a prefill worker whose sequences only emit hidden tokens (nothing to prefill), the
+    /// next passes take no time: applies as many as the engine plans at once, at `now`, then
+    /// ends them like one pass (the step loop would have run them one after the other before
+    /// anything else happens at this instant). Returns false when the next pass differs.
+    fn hidden_stride(&mut self, wi: usize) -> bool {
+        let worker = &mut self.workers[wi];
+        if worker.ranks.len() != 1 {
+            return false;
+        }
+        let mut durations = std::mem::take(&mut worker.stride_ends);
+        let planned = worker.ranks[0].plan_stride(u32::MAX, &mut durations);
+        durations.clear();
+        worker.stride_ends = durations;
+        let Some(k) = planned else {
+            return false;
+        };
+        let mut out = std::mem::take(&mut worker.outputs[0]);
+        worker.ranks[0].apply_stride(k, &self.prompts, &mut out);
+        worker.outputs[0] = out;
+        worker.stalled = false;
+        self.deliver_kv_events(wi);
+        // Like a zero-time pass: its end is handled at once (errors cannot arise from it).
+        let _ = self.pass_end(wi);
+        true
+    }
+
     /// Work was delivered to worker `wi` at `now`: a running stride stops at the first pass
     /// boundary at or after `now`, where the step-by-step passes would have admitted it.
     fn interrupt_stride(&mut self, wi: usize) {
@@ -673,25 +706,32 @@ impl<'w> Sim<'w> {
         worker.stalled = !progressed;
         worker.busy = true;
         // Admissions are visible now; KV stores reach the router at pass start (vLLM).
-        let p = self.pool_of_worker(wi);
-        let pool = &mut self.pools[p];
-        let local = wi as u32 - pool.first_worker;
         let role = self.workers[wi].role;
         for rank in 0..self.workers[wi].ranks.len() {
             for &(req, reused) in &self.workers[wi].outputs[rank].admitted {
                 self.col.admit(req, now, reused, role == Role::Decode);
             }
-            if let PoolRouter::Kv(router) = &mut pool.router {
+        }
+        self.deliver_kv_events(wi);
+        Ok(dur)
+    }
+
+    /// Hands the KV events of a worker's engines to its pool's KV router.
+    fn deliver_kv_events(&mut self, wi: usize) {
+        let p = self.pool_of_worker(wi);
+        let pool = &mut self.pools[p];
+        let PoolRouter::Kv(router) = &mut pool.router else {
+            return;
+        };
+        let local = wi as u32 - pool.first_worker;
+        for (rank, engine) in self.workers[wi].ranks.iter_mut().enumerate() {
+            if engine.pool().has_events() {
                 let target = (local * pool.dp) as usize + rank;
-                let engine = &mut self.workers[wi].ranks[rank];
-                if engine.pool().has_events() {
-                    for ev in engine.pool_mut().drain_events() {
-                        router.apply_event(target, ev);
-                    }
+                for ev in engine.pool_mut().drain_events() {
+                    router.apply_event(target, ev);
                 }
             }
         }
-        Ok(dur)
     }
 
     fn apply_event(&mut self, ev: Event) -> Result<(), SimError> {
