@@ -151,3 +151,36 @@ fn strides_across_block_boundaries_on_full_pools() {
         ));
     }
 }
+
+/// A grid of budgets, block sizes, routers and worker counts: chunked prefills whose last chunk
+/// is a single prompt token (a prefill pass, not a decode pass), block boundaries at every
+/// budget.
+#[test]
+fn budget_and_block_size_grid() {
+    for workers in [2, 3] {
+        for router in ["round_robin", "kv_router"] {
+            for bs in [16, 64] {
+                for mnbt in [2048, 4096, 8192] {
+                    check(&format!(
+                        "{C2K} --num-workers {workers} --router-mode {router} \
+                         --extra-engine-args '{{\"block_size\":{bs},\"max_num_batched_tokens\":{mnbt}}}'"
+                    ));
+                }
+            }
+        }
+    }
+    for router in ["round_robin", "kv_router"] {
+        for mnbt in [2048, 8192] {
+            check(&format!(
+                "{C2K} --router-mode {router} --num-prefill-workers 2 --num-decode-workers 2 \
+                 --prefill-engine-args '{{\"block_size\":32,\"worker_type\":\"prefill\",\"max_num_batched_tokens\":{mnbt}}}' \
+                 --decode-engine-args '{{\"block_size\":32,\"worker_type\":\"decode\",\"max_num_batched_tokens\":{mnbt}}}'"
+            ));
+        }
+    }
+    check(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/mooncake_conversation_trace.jsonl.gz --num-workers 6 --trace-block-size 512 \
+         --extra-engine-args '{\"block_size\":64,\"max_num_batched_tokens\":4096}'"
+    ));
+}

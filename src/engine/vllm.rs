@@ -492,7 +492,8 @@ impl<M: LatencyModel> Engine<M> {
         for &s in &self.running {
             let seq = &self.seqs[s as usize];
             let len = seq.input + seq.generated;
-            if seq.num_computed + 1 != len {
+            // One token to compute, past the prompt (the last prompt token is a prefill).
+            if seq.num_computed + 1 != len || seq.num_computed < seq.input {
                 return None;
             }
             let rem = self.remaining_output(s);

@@ -20,6 +20,7 @@ use crate::config::limits::{
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
+use crate::workload::sharing::PromptBlocks;
 use crate::workload::synthetic::SyntheticSpec;
 use crate::workload::trace::Timing;
 use crate::workload::Workload;
@@ -31,17 +32,26 @@ use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
-    pub simulate: fn(&Workload, &SimConfig) -> Result<SimOutput, SimError>,
+    pub simulate: fn(&Workload, &PromptBlocks, &SimConfig) -> Result<SimOutput, SimError>,
     pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
 }
 
+/// The real simulation, with the workload's prompt blocks computed once for all its points.
+fn simulate_shared(
+    w: &Workload,
+    prompts: &PromptBlocks,
+    cfg: &SimConfig,
+) -> Result<SimOutput, SimError> {
+    crate::sim::simulate_prepared(w, Some(prompts), cfg, crate::sim::SimOptions::default())
+}
+
 pub(crate) const REAL_BACKEND: Backend = Backend {
-    simulate: crate::sim::simulate,
+    simulate: simulate_shared,
     load_trace: crate::workload::trace::load_trace_with,
     generate: crate::workload::synthetic::generate,
 };
@@ -312,11 +322,18 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 fn run_one(
     mut rec: PointRecord,
     workload: &Workload,
+    prompts: &OnceLock<PromptBlocks>,
     config: &SimConfig,
     spec: &Spec,
     backend: &Backend,
 ) -> PointRecord {
-    match catch_unwind(AssertUnwindSafe(|| (backend.simulate)(workload, config))) {
+    let run = || {
+        // Computed by the first point that needs it; the others wait for it and share it.
+        let prompts =
+            prompts.get_or_init(|| PromptBlocks::new(workload, config.topology.block_size()));
+        (backend.simulate)(workload, prompts, config)
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
         Ok(Ok(out)) => {
             let mut report = match serde_json::to_value(&out.report) {
                 Ok(Value::Object(m)) => m,
@@ -644,6 +661,21 @@ pub(crate) fn run_with(
         .stack_size(8 << 20)
         .build()
         .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
+    // Prompt blocks per (workload, block size), shared by the points that use them.
+    let mut prompt_blocks: Vec<((usize, u32), OnceLock<PromptBlocks>)> = Vec::new();
+    let prepared_of: Vec<usize> = tasks
+        .iter()
+        .map(|t| {
+            let key = (t.workload, t.config.topology.block_size());
+            match prompt_blocks.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    prompt_blocks.push((key, OnceLock::new()));
+                    prompt_blocks.len() - 1
+                }
+            }
+        })
+        .collect();
     let next = AtomicUsize::new(0);
     let finished: Mutex<Vec<PointRecord>> = Mutex::new(Vec::with_capacity(tasks.len()));
     let write_error: Mutex<Option<String>> = Mutex::new(None);
@@ -662,6 +694,7 @@ pub(crate) fn run_with(
                 let rec = run_one(
                     task.rec.clone(),
                     &workloads[task.workload],
+                    &prompt_blocks[prepared_of[t]].1,
                     &task.config,
                     &spec,
                     backend,

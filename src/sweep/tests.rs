@@ -73,7 +73,11 @@ static WALL: AtomicUsize = AtomicUsize::new(0);
 
 /// A deterministic "simulator": throughput grows with GPUs and kv_router; seed 666 panics,
 /// seed 667 errors. Wall time differs on every call, like a real run's.
-fn fake_simulate(w: &Workload, cfg: &SimConfig) -> Result<SimOutput, SimError> {
+fn fake_simulate(
+    w: &Workload,
+    _prompts: &crate::workload::sharing::PromptBlocks,
+    cfg: &SimConfig,
+) -> Result<SimOutput, SimError> {
     if cfg.seed == 666 {
         panic!("boom at seed 666");
     }
