@@ -29,8 +29,9 @@
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
 use rustc_hash::FxHashMap as HashMap;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::Value;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Number, Value};
+use std::collections::hash_map::Entry;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -133,10 +134,23 @@ fn read_lines<R: Read>(
     b.finish()
 }
 
+/// Raw ids below this are interned through a table indexed by the raw id (grown on demand, so at
+/// most 8 MiB), the others through a hash map. Mooncake traces and the synthetic generator number
+/// their blocks densely from 0 or 1, so nearly every lookup is a plain table read.
+const DIRECT_LIMIT: u64 = 1 << 21;
+
+/// Marks a raw id of the direct table that has not been seen yet.
+const UNSEEN: u32 = u32::MAX;
+
 /// Interns raw 64-bit block ids to dense `u32` ids in first-seen order.
 #[derive(Debug, Default)]
 pub(crate) struct BlockInterner {
+    /// Dense id of each raw id below [`DIRECT_LIMIT`] (index = raw id), or [`UNSEEN`].
+    direct: Vec<u32>,
+    /// Dense ids of the raw ids from [`DIRECT_LIMIT`] on.
     map: HashMap<u64, u32>,
+    /// Number of distinct raw ids interned so far (the next dense id).
+    distinct: usize,
     /// Interned ids of all stored prompts, referenced by `Content::Blocks`.
     pub(crate) block_ids: Vec<u32>,
 }
@@ -147,13 +161,24 @@ impl BlockInterner {
     pub(crate) fn push_prompt(&mut self, raw: impl IntoIterator<Item = u64>) -> Option<Content> {
         let start = u32::try_from(self.block_ids.len()).ok()?;
         for id in raw {
-            let next = self.map.len();
-            let dense = match self.map.get(&id) {
-                Some(&d) => d,
-                None => {
-                    let d = u32::try_from(next).ok()?;
-                    self.map.insert(id, d);
-                    d
+            let dense = if id < DIRECT_LIMIT {
+                let i = id as usize;
+                if i >= self.direct.len() {
+                    let len = (i + 1).next_power_of_two().max(1024);
+                    self.direct.resize(len.min(DIRECT_LIMIT as usize), UNSEEN);
+                }
+                match self.direct[i] {
+                    UNSEEN => {
+                        let d = Self::next_dense(&mut self.distinct)?;
+                        self.direct[i] = d;
+                        d
+                    }
+                    d => d,
+                }
+            } else {
+                match self.map.entry(id) {
+                    Entry::Occupied(e) => *e.get(),
+                    Entry::Vacant(e) => *e.insert(Self::next_dense(&mut self.distinct)?),
                 }
             };
             self.block_ids.push(dense);
@@ -163,9 +188,18 @@ impl BlockInterner {
         Some(Content::Blocks { start, len })
     }
 
+    /// Takes the next dense id. `None` from the 2^32-th distinct id on: its own dense id would be
+    /// [`UNSEEN`], and the prompt interning it cannot be stored anyway (every interned id is also
+    /// in `block_ids`, which would then exceed `u32` indices, so `push_prompt` fails either way).
+    fn next_dense(distinct: &mut usize) -> Option<u32> {
+        let d = u32::try_from(*distinct).ok().filter(|&d| d != UNSEEN)?;
+        *distinct += 1;
+        Some(d)
+    }
+
     pub(crate) fn num_distinct(&self) -> u32 {
-        // push_prompt never lets the map grow past u32::MAX + 1 entries' worth of ids.
-        u32::try_from(self.map.len()).unwrap_or(u32::MAX)
+        // push_prompt never lets the count grow past u32::MAX.
+        u32::try_from(self.distinct).unwrap_or(u32::MAX)
     }
 }
 
@@ -199,6 +233,10 @@ struct TraceBuilder<'a> {
     session_index: HashMap<String, u32>,
     clamped_rows: u64,
     first_clamped_line: u64,
+    /// Hash ids of the current line (reused across lines).
+    ids: Vec<u64>,
+    /// Try [`fast_row`] before the slow path (turned off only by tests, for comparison).
+    fast_path: bool,
 }
 
 impl<'a> TraceBuilder<'a> {
@@ -218,6 +256,8 @@ impl<'a> TraceBuilder<'a> {
             session_index: HashMap::default(),
             clamped_rows: 0,
             first_clamped_line: 0,
+            ids: Vec::new(),
+            fast_path: true,
         })
     }
 
@@ -237,6 +277,24 @@ impl<'a> TraceBuilder<'a> {
                 "the file starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM",
             ));
         }
+        let mut ids = std::mem::take(&mut self.ids);
+        let fast = if self.fast_path {
+            fast_row(line, &mut ids)
+        } else {
+            None
+        };
+        let row = match fast {
+            Some(row) => Ok(row),
+            None => self.slow_row(line_no, line, &mut ids),
+        };
+        let result = row.and_then(|row| self.add_row(line_no, row, &ids));
+        self.ids = ids;
+        result
+    }
+
+    /// Parses a line through `serde_json::Value`s and type-checks it: the reference behaviour,
+    /// and the only source of row error messages (see [`fast_row`]). Fills `ids`.
+    fn slow_row(&self, line_no: u64, line: &str, ids: &mut Vec<u64>) -> Result<Row, InputError> {
         let raw: RawRow = serde_json::from_str(line).map_err(|e| {
             // serde_json's position is within this one line: report only its column.
             let full = e.to_string();
@@ -263,12 +321,11 @@ impl<'a> TraceBuilder<'a> {
                 ),
             ));
         }
-        let row = self.check_row(line_no, raw)?;
-        self.add_row(line_no, row)
+        self.check_row(line_no, raw, ids)
     }
 
-    /// Type-checks the known fields of a row.
-    fn check_row(&self, line: u64, raw: RawRow) -> Result<Row, InputError> {
+    /// Type-checks the known fields of a row; the hash ids go to `ids`.
+    fn check_row(&self, line: u64, raw: RawRow, ids: &mut Vec<u64>) -> Result<Row, InputError> {
         let field_err = |key: &str, expected: &str, v: &Value| {
             self.err(
                 line,
@@ -285,7 +342,8 @@ impl<'a> TraceBuilder<'a> {
             )
         };
 
-        let hash_ids = match raw.hash_ids {
+        ids.clear();
+        match raw.hash_ids {
             None => {
                 return Err(missing(
                     "hash_ids",
@@ -300,7 +358,7 @@ impl<'a> TraceBuilder<'a> {
                          found an empty list",
                     ));
                 }
-                let mut ids = Vec::with_capacity(items.len());
+                ids.reserve(items.len());
                 for (i, item) in items.iter().enumerate() {
                     match item.as_u64() {
                         Some(id) => ids.push(id),
@@ -316,7 +374,6 @@ impl<'a> TraceBuilder<'a> {
                         }
                     }
                 }
-                ids
             }
             Some(v) => {
                 return Err(field_err(
@@ -325,7 +382,7 @@ impl<'a> TraceBuilder<'a> {
                     &v,
                 ))
             }
-        };
+        }
 
         let output_length = match raw.output_length {
             None => return Err(missing("output_length", "a non-negative integer")),
@@ -393,7 +450,6 @@ impl<'a> TraceBuilder<'a> {
         };
 
         Ok(Row {
-            hash_ids,
             output_length,
             input_length,
             timestamp,
@@ -404,9 +460,10 @@ impl<'a> TraceBuilder<'a> {
         })
     }
 
-    fn add_row(&mut self, line: u64, row: Row) -> Result<(), InputError> {
+    /// Adds a checked row whose hash ids are `hash_ids`.
+    fn add_row(&mut self, line: u64, row: Row, hash_ids: &[u64]) -> Result<(), InputError> {
         let tbs = u64::from(self.tbs);
-        let capacity = row.hash_ids.len() as u64 * tbs;
+        let capacity = hash_ids.len() as u64 * tbs;
         let input_length = match row.input_length {
             None => capacity,
             Some((_, n)) if n > capacity => {
@@ -509,7 +566,7 @@ impl<'a> TraceBuilder<'a> {
         let needed = (u64::from(input_length)).div_ceil(tbs) as usize;
         let content = self
             .interner
-            .push_prompt(row.hash_ids[..needed].iter().copied())
+            .push_prompt(hash_ids[..needed].iter().copied())
             .ok_or_else(|| self.err(line, "too many hash ids in the trace (limit 2^32)"))?;
 
         let sess = &mut self.sessions[session as usize];
@@ -532,7 +589,7 @@ impl<'a> TraceBuilder<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Workload, InputError> {
+    fn finish(mut self) -> Result<Workload, InputError> {
         if self.turns.is_empty() {
             return Err(InputError::new(format!(
                 "{}: the trace contains no requests (the file is empty or has only blank lines)",
@@ -571,9 +628,9 @@ impl<'a> TraceBuilder<'a> {
         let mut sessions = Vec::with_capacity(order.len());
         let mut first_request = 0u32;
         for &s in &order {
-            let src = &self.sessions[s as usize];
+            let src = &mut self.sessions[s as usize];
             sessions.push(SessionSpec {
-                id: src.id.clone(),
+                id: std::mem::take(&mut src.id),
                 first_arrival_ms: match min_ts {
                     Some(min) => src.first_ts.map(|t| t - min),
                     None => None,
@@ -636,9 +693,9 @@ impl<'a> TraceBuilder<'a> {
     }
 }
 
-/// A type-checked row.
+/// A type-checked row (its hash ids are kept apart, in a buffer reused across lines).
+#[derive(Debug, Clone, PartialEq)]
 struct Row {
-    hash_ids: Vec<u64>,
     output_length: u32,
     /// (field name used, value)
     input_length: Option<(&'static str, u64)>,
@@ -727,6 +784,375 @@ impl<'de> Visitor<'de> for RowVisitor {
     }
 }
 
+/// Fast path: parses a line into typed fields without building `serde_json::Value`s (nothing is
+/// allocated per field or per hash id; the ids go to `ids`). It never reports an error: `None`
+/// means "not plainly a valid row" (invalid JSON, not an object, two names of one field, `null`,
+/// non-list or empty `hash_ids`, an id that is not a u64, a field of the wrong type or out of
+/// range, ...), and the caller then re-parses the line with [`TraceBuilder::slow_row`], which
+/// gives the exact error. A returned row is the one the slow path gives: scalars are read as
+/// [`Number`] (what a `Value` holds) and converted exactly as in [`TraceBuilder::check_row`].
+///
+/// Lines in the usual shape (known fields only, plain integers, strings without escapes) are
+/// read by the hand-written [`scan_row`]; any other line by serde (see [`serde_row`]).
+fn fast_row(line: &str, ids: &mut Vec<u64>) -> Option<Row> {
+    let raw = match scan_row(line, ids) {
+        Some(raw) => raw,
+        None => serde_row(line, ids)?,
+    };
+    raw.into_row(ids)
+}
+
+/// Reads a line with serde into typed fields (see [`FastRowSeed`]), else `None`. Appends the
+/// hash ids to `ids` (cleared first).
+fn serde_row(line: &str, ids: &mut Vec<u64>) -> Option<FastRaw> {
+    ids.clear();
+    let mut de = serde_json::Deserializer::from_str(line);
+    let raw = FastRowSeed { ids: &mut *ids }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(raw)
+}
+
+/// The known fields of a row as read by [`fast_row`] (`null` = absent).
+#[derive(Default)]
+struct FastRaw {
+    timestamp: Option<Number>,
+    input_length: Option<(&'static str, Number)>,
+    output_length: Option<Number>,
+    delay: Option<(&'static str, Number)>,
+    /// `hash_ids` was given (as a list; its ids are in the seed's buffer).
+    has_ids: bool,
+    session_id: Option<String>,
+    priority: Option<Number>,
+    strict_priority: Option<Number>,
+}
+
+impl FastRaw {
+    /// The checks of [`TraceBuilder::check_row`], for rows that pass them.
+    fn into_row(self, ids: &[u64]) -> Option<Row> {
+        if !self.has_ids || ids.is_empty() {
+            return None;
+        }
+        let output_length = u32::try_from(self.output_length?.as_u64()?).ok()?;
+        let input_length = match self.input_length {
+            None => None,
+            Some((key, n)) => Some((key, n.as_u64()?)),
+        };
+        let timestamp = match self.timestamp {
+            None => None,
+            Some(n) => Some(n.as_f64().filter(|t| t.is_finite())?),
+        };
+        let delay = match self.delay {
+            None => None,
+            Some((key, n)) => Some((key, n.as_f64().filter(|d| d.is_finite() && *d >= 0.0)?)),
+        };
+        let priority = match self.priority {
+            None => 0,
+            Some(n) => i32::try_from(n.as_i64()?).ok()?,
+        };
+        let strict_priority = match self.strict_priority {
+            None => 0,
+            Some(n) => u32::try_from(n.as_u64()?).ok()?,
+        };
+        Some(Row {
+            output_length,
+            input_length,
+            timestamp,
+            delay,
+            session_id: self.session_id,
+            priority,
+            strict_priority,
+        })
+    }
+}
+
+/// Reads a line in the usual shape, else `None` (then [`FastRowSeed`] takes over): one object
+/// of known, unescaped keys, each at most once, whose values are `null`, a number (a plain
+/// non-negative integer is read here, any other number token by serde as a lone [`Number`]),
+/// an unescaped string (`session_id`) or a list of plain non-negative integers (`hash_ids`),
+/// with JSON whitespace anywhere between tokens. Appends the hash ids to `ids` (cleared first).
+fn scan_row(line: &str, ids: &mut Vec<u64>) -> Option<FastRaw> {
+    ids.clear();
+    let mut sc = Scan { s: line, pos: 0 };
+    let mut row = FastRaw::default();
+    let mut seen = [false; 8];
+    sc.ws();
+    sc.eat(b'{')?;
+    sc.ws();
+    if sc.eat(b'}').is_none() {
+        loop {
+            sc.eat(b'"')?;
+            let key = sc.plain_str()?;
+            let &(name, slot) = KEYS.iter().find(|(k, _)| *k == key)?;
+            if std::mem::replace(&mut seen[slot], true) {
+                return None;
+            }
+            sc.ws();
+            sc.eat(b':')?;
+            sc.ws();
+            match slot {
+                0 => row.timestamp = sc.nullable_number()?,
+                1 => row.input_length = sc.nullable_number()?.map(|n| (name, n)),
+                2 => row.output_length = sc.nullable_number()?,
+                3 => row.delay = sc.nullable_number()?.map(|n| (name, n)),
+                4 => {
+                    sc.eat(b'[')?;
+                    sc.ws();
+                    if sc.eat(b']').is_none() {
+                        loop {
+                            ids.push(sc.plain_u64()?);
+                            sc.ws();
+                            if sc.eat(b']').is_some() {
+                                break;
+                            }
+                            sc.eat(b',')?;
+                            sc.ws();
+                        }
+                    }
+                    row.has_ids = true;
+                }
+                5 => {
+                    row.session_id = if sc.null() {
+                        None
+                    } else {
+                        sc.eat(b'"')?;
+                        Some(sc.plain_str()?.to_owned())
+                    }
+                }
+                6 => row.priority = sc.nullable_number()?,
+                _ => row.strict_priority = sc.nullable_number()?,
+            }
+            sc.ws();
+            if sc.eat(b'}').is_some() {
+                break;
+            }
+            sc.eat(b',')?;
+            sc.ws();
+        }
+    }
+    sc.ws();
+    (sc.pos == line.len()).then_some(row)
+}
+
+/// A byte cursor over one line, for [`scan_row`].
+struct Scan<'a> {
+    s: &'a str,
+    pos: usize,
+}
+
+impl<'a> Scan<'a> {
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.as_bytes().get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `c` if it is next.
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.s.as_bytes().get(self.pos) == Some(&c)).then(|| self.pos += 1)
+    }
+
+    /// Consumes a `null` literal if it is next.
+    fn null(&mut self) -> bool {
+        let found = self.s.as_bytes()[self.pos..].starts_with(b"null");
+        if found {
+            self.pos += 4;
+        }
+        found
+    }
+
+    /// The rest of a string (its opening quote consumed) when it has no escape and no control
+    /// character (serde rejects those), consuming the closing quote.
+    fn plain_str(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        loop {
+            match *self.s.as_bytes().get(self.pos)? {
+                b'"' => break,
+                b'\\' | 0..=0x1f => return None,
+                _ => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        Some(&self.s[start..self.pos - 1])
+    }
+
+    /// The longest run of bytes that can occur in a JSON number.
+    fn number_token(&mut self) -> &'a str {
+        let start = self.pos;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
+            self.s.as_bytes().get(self.pos)
+        {
+            self.pos += 1;
+        }
+        &self.s[start..self.pos]
+    }
+
+    /// A run of digits without a leading zero that fits a u64: what serde hands to `visit_u64`
+    /// (`-0`, fractions, exponents and overflows are floats or errors). Whatever follows the
+    /// digits is left to the caller, which accepts only a delimiter or whitespace there.
+    fn plain_u64(&mut self) -> Option<u64> {
+        let bytes = &self.s.as_bytes()[self.pos..];
+        let mut n = 0u64;
+        let mut len = 0;
+        while let Some(&b) = bytes.get(len) {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            n = n.checked_mul(10)?.checked_add(u64::from(digit))?;
+            len += 1;
+        }
+        if len == 0 || (len > 1 && bytes[0] == b'0') {
+            return None;
+        }
+        self.pos += len;
+        Some(n)
+    }
+
+    /// `null` (as `Some(None)`) or a number. Serde reads a number token on its own exactly as in
+    /// context: its number grammar stops at the first byte that cannot continue the number, and
+    /// the token ends at such a byte (or is rejected).
+    fn nullable_number(&mut self) -> Option<Option<Number>> {
+        if self.null() {
+            return Some(None);
+        }
+        let start = self.pos;
+        if let Some(n) = self.plain_u64() {
+            if !matches!(
+                self.s.as_bytes().get(self.pos),
+                Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+            ) {
+                return Some(Some(Number::from(n)));
+            }
+            self.pos = start;
+        }
+        let token = self.number_token();
+        serde_json::from_str::<Number>(token).ok().map(Some)
+    }
+}
+
+/// Reads one row for [`fast_row`]; any surprise is an error (the slow path takes over).
+struct FastRowSeed<'a> {
+    ids: &'a mut Vec<u64>,
+}
+
+impl<'de> DeserializeSeed<'de> for FastRowSeed<'_> {
+    type Value = FastRaw;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<FastRaw, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FastRowSeed<'_> {
+    type Value = FastRaw;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object (one trace row)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastRaw, A::Error> {
+        let ids = self.ids;
+        let mut row = FastRaw::default();
+        let mut seen = [false; 8];
+        while let Some(KnownKey(key)) = map.next_key()? {
+            let Some((name, slot)) = key else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            if std::mem::replace(&mut seen[slot], true) {
+                return Err(de::Error::custom("duplicate field"));
+            }
+            match slot {
+                0 => row.timestamp = map.next_value()?,
+                1 => row.input_length = map.next_value::<Option<Number>>()?.map(|n| (name, n)),
+                2 => row.output_length = map.next_value()?,
+                3 => row.delay = map.next_value::<Option<Number>>()?.map(|n| (name, n)),
+                4 => {
+                    map.next_value_seed(IdsSeed(&mut *ids))?;
+                    row.has_ids = true;
+                }
+                5 => row.session_id = map.next_value()?,
+                6 => row.priority = map.next_value()?,
+                _ => row.strict_priority = map.next_value()?,
+            }
+        }
+        Ok(row)
+    }
+}
+
+/// A map key: its entry in [`KEYS`], or `None` for an unknown field (read without allocating).
+struct KnownKey(Option<(&'static str, usize)>);
+
+impl<'de> de::Deserialize<'de> for KnownKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KnownKeyVisitor)
+    }
+}
+
+struct KnownKeyVisitor;
+
+impl Visitor<'_> for KnownKeyVisitor {
+    type Value = KnownKey;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<KnownKey, E> {
+        Ok(KnownKey(KEYS.iter().find(|(k, _)| *k == key).copied()))
+    }
+}
+
+/// Appends a JSON list of u64s to the buffer; anything else (including `null`) is an error.
+struct IdsSeed<'a>(&'a mut Vec<u64>);
+
+impl<'de> DeserializeSeed<'de> for IdsSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IdsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of non-negative integers")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(Id(id)) = seq.next_element()? {
+            self.0.push(id);
+        }
+        Ok(())
+    }
+}
+
+/// A JSON integer that `Value::as_u64` accepts: only `visit_u64` succeeds.
+struct Id(u64);
+
+impl<'de> de::Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(IdVisitor)
+    }
+}
+
+struct IdVisitor;
+
+impl Visitor<'_> for IdVisitor {
+    type Value = Id;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a non-negative integer")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+        Ok(Id(v))
+    }
+}
+
 /// Short description of a JSON value's type, for error messages.
 fn describe(v: &Value) -> String {
     match v {
@@ -756,6 +1182,7 @@ fn describe(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::io::Write;
 
     fn parse(text: &str) -> Result<Workload, InputError> {
@@ -1252,5 +1679,402 @@ mod tests {
         .unwrap();
         let e = load_trace(&p, 512).unwrap_err().0;
         assert!(e.contains("cut.jsonl:2: invalid JSON"), "{e}");
+    }
+
+    // ---- Fast path vs slow path -------------------------------------------------------------
+
+    /// A row with its hash ids, in a form that tells `-0.0` from `0.0`.
+    fn row_view(row: Row, ids: Vec<u64>) -> String {
+        format!("{row:?} {ids:?}")
+    }
+
+    /// The slow (reference) path's row or error message for one line.
+    fn slow_line(line: &str) -> Result<String, String> {
+        let b = TraceBuilder::new("t.jsonl", 512, Timing::OpenLoop).unwrap();
+        let mut ids = vec![99]; // stale ids must be cleared
+        b.slow_row(7, line, &mut ids)
+            .map(|row| row_view(row, ids))
+            .map_err(|e| e.0)
+    }
+
+    /// What each fast reader makes of a line (`None` = gives up).
+    fn fast_lines(line: &str) -> [(&'static str, Option<String>); 3] {
+        let read = |f: fn(&str, &mut Vec<u64>) -> Option<FastRaw>| {
+            let mut ids = vec![99];
+            let raw = f(line, &mut ids)?;
+            raw.into_row(&ids).map(|row| row_view(row, ids))
+        };
+        let mut ids = vec![99];
+        let fast = fast_row(line, &mut ids).map(|row| row_view(row, ids));
+        [
+            ("scan_row", read(scan_row)),
+            ("serde_row", read(serde_row)),
+            ("fast_row", fast),
+        ]
+    }
+
+    /// Every fast reader that accepts `line` gives the slow path's row; returns the slow result.
+    fn check_line(line: &str) -> Result<String, String> {
+        let slow = slow_line(line);
+        for (name, fast) in fast_lines(line) {
+            if let Some(fast) = fast {
+                assert_eq!(Ok(&fast), slow.as_ref(), "{name} accepted {line:?}");
+            }
+        }
+        slow
+    }
+
+    /// `parse_trace_with` without the fast path.
+    fn parse_slow(text: &str, timing: Timing) -> Result<Workload, InputError> {
+        let mut b = TraceBuilder::new("t.jsonl", 512, timing)?;
+        b.fast_path = false;
+        for (idx, line) in text.split('\n').enumerate() {
+            b.push_line(idx as u64 + 1, line)?;
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn fast_path_reads_usual_rows() {
+        let lines = [
+            r#"{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2, 3]}"#,
+            r#"{"created_time":27482,"input_tokens":1,"output_tokens":0,"hash_ids":[18446744073709551615]}"#,
+            " \t{ \"hash_ids\" :[ 5 ,6 ] , \"output_length\":1,\"session_id\":\"s é\",\"delay\":2.5 } \r",
+            r#"{"timestamp": 1.5e3, "output_length": 1, "hash_ids": [1], "priority": -3, "strict_priority": 4294967295}"#,
+            r#"{"timestamp": -0, "output_length": 1, "hash_ids": [1], "delay_ms": null, "session_id": null}"#,
+        ];
+        for line in lines {
+            let slow = check_line(line);
+            assert!(slow.is_ok(), "{line:?}: {slow:?}");
+            let [(_, scan), _, (_, fast)] = fast_lines(line);
+            assert!(scan.is_some() && fast.is_some(), "{line:?}");
+        }
+        // Other valid shapes go through serde's typed reader.
+        let line = r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "extra": {"a": [1, "\u0041"]}}"#;
+        check_line(line).unwrap();
+        let [(_, scan), (_, serde), _] = fast_lines(line);
+        assert!(scan.is_none() && serde.is_some());
+        let line = r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "session_id": "a\nb"}"#;
+        check_line(line).unwrap();
+        assert!(fast_lines(line)[2].1.is_some());
+    }
+
+    #[test]
+    fn fast_path_gives_up_on_bad_rows_and_errors_are_unchanged() {
+        let row =
+            |ids: &str| format!(r#"{{"timestamp": 1, "output_length": 1, "hash_ids": {ids}}}"#);
+        let cases = [
+            (row("[1, -2]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 1 is the negative integer -2"),
+            (row("[1.5]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is the non-integer number 1.5"),
+            (row("[1.0]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is the non-integer number 1.0"),
+            (row("[1e2]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is the non-integer number 100.0"),
+            (row("[-0]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is the non-integer number -0.0"),
+            (row(r#"[1, "2"]"#), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 1 is a string"),
+            (row("[18446744073709551616]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is an integer out of the 64-bit range (1.8446744073709552e+19)"),
+            (row("[[1]]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is a list"),
+            (row("[null]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, element 0 is null"),
+            (row("[]"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, found an empty list"),
+            (row("null"), "t.jsonl:7: missing required field \"hash_ids\" (a non-empty list of non-negative integers)"),
+            (row("{}"), "t.jsonl:7: field \"hash_ids\": expected a non-empty list of non-negative integers, found an object"),
+            (row("[01]"), "t.jsonl:7: invalid JSON: invalid number (column 52); each line must be one JSON object"),
+            (row("[1,]"), "t.jsonl:7: invalid JSON: trailing comma (column 53); each line must be one JSON object"),
+            (row("[1 2]"), "t.jsonl:7: invalid JSON: expected `,` or `]` (column 53); each line must be one JSON object"),
+            (
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "created_time": null}"#.into(),
+                "t.jsonl:7: fields \"timestamp\" and \"created_time\" are the same field; give only one",
+            ),
+            (
+                r#"{"hash_ids": [1], "timestamp": 1, "output_length": 1, "hash_ids": [2]}"#.into(),
+                "t.jsonl:7: fields \"hash_ids\" and \"hash_ids\" are the same field; give only one",
+            ),
+            (
+                r#"{"timestamp": 1, "output_tokens": 2, "hash_ids": [1], "output_length": 1, "x": [}"#.into(),
+                "t.jsonl:7: invalid JSON: expected value (column 81); each line must be one JSON object",
+            ),
+            (
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1]} x"#.into(),
+                "t.jsonl:7: invalid JSON: trailing characters (column 55); each line must be one JSON object",
+            ),
+            (
+                r#"{"timestamp": 1, "output_length": 4294967296, "hash_ids": [1]}"#.into(),
+                "t.jsonl:7: field \"output_length\": 4294967296 is too large (at most 4294967295)",
+            ),
+            (
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "priority": 2147483648}"#.into(),
+                "t.jsonl:7: field \"priority\": expected a 32-bit signed integer, found the integer 2147483648",
+            ),
+            (
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "delay": -0.5}"#.into(),
+                "t.jsonl:7: field \"delay\": expected a non-negative number (milliseconds), found the non-integer number -0.5",
+            ),
+            (
+                r#"{"timestamp": 1, "output_length": 1, "hash_ids": [1], "session_id": "a	b"}"#.into(),
+                "t.jsonl:7: invalid JSON: control character (\\u0000-\\u001F) found while parsing a string (column 71); each line must be one JSON object",
+            ),
+            ("[1, 2]".into(), "t.jsonl:7: invalid type: sequence, expected a JSON object (one trace row)"),
+        ];
+        for (line, want) in cases {
+            for (name, fast) in fast_lines(&line) {
+                assert_eq!(fast, None, "{name} accepted {line:?}");
+            }
+            assert_eq!(check_line(&line), Err(want.to_string()), "{line:?}");
+        }
+    }
+
+    /// JSON-ish text for one value: valid or not, of every type, with the edge cases of numbers.
+    fn value_text() -> impl Strategy<Value = String> {
+        let pool = prop::sample::select(vec![
+            "0",
+            "1",
+            "7",
+            "512",
+            "4294967295",
+            "4294967296",
+            "2147483647",
+            "2147483648",
+            "-1",
+            "-2147483648",
+            "-2147483649",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "18446744073709551616",
+            "100000000000000000000",
+            "-0",
+            "00",
+            "01",
+            "-01",
+            "1.5",
+            "10.0",
+            "0.0",
+            "-0.0",
+            "1e3",
+            "1E+2",
+            "1e-2",
+            "-3.25",
+            "1e400",
+            "2.5e",
+            "1.",
+            "-",
+            "+1",
+            ".5",
+            "1.5.2",
+            "1-2",
+            "NaN",
+            "Infinity",
+            "null",
+            "true",
+            "false",
+            "nul",
+            "nullx",
+            r#""s""#,
+            r#""""#,
+            r#""a\"b""#,
+            r#""\u0041""#,
+            r#""é""#,
+            r#""\n""#,
+            "\"x\ty\"",
+            r#""open"#,
+            "[]",
+            "[1]",
+            "[1, 2, 3]",
+            "[ 1 , 2 ]",
+            "[1,]",
+            "[[1]]",
+            "[-1]",
+            "[1.5]",
+            r#"["1"]"#,
+            "[18446744073709551616]",
+            "[01]",
+            "[1 2]",
+            "[null]",
+            "[1, 2",
+            "{}",
+            r#"{"a": 1}"#,
+            r#"{"a": [1, {"b": null}]}"#,
+            "[0]",
+            "[0, 00]",
+        ]);
+        prop_oneof![
+            3 => pool.prop_map(str::to_string),
+            2 => ids_text(),
+            2 => number_text(),
+            1 => "[a-z0-9 ]{0,4}".prop_map(|s| format!("\"{s}\"")),
+        ]
+    }
+
+    /// A number (mostly a small non-negative integer), or occasionally `null`.
+    fn number_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => (0u64..3000).prop_map(|n| n.to_string()),
+            1 => any::<f64>().prop_map(|f| f.to_string()),
+            1 => any::<i64>().prop_map(|n| n.to_string()),
+            1 => any::<u64>().prop_map(|n| n.to_string()),
+            1 => prop::sample::select(vec![
+                "0.5", "1e3", "1E+2", "-0", "-0.0", "12.0", "4294967296", "null", "1e400",
+                "18446744073709551616",
+            ])
+            .prop_map(str::to_string),
+        ]
+    }
+
+    /// A list of non-negative integers (maybe empty) with varied spacing.
+    fn ids_text() -> impl Strategy<Value = String> {
+        let id = prop_oneof![0u64..50, Just(u64::MAX), any::<u64>()];
+        prop_oneof![
+            1 => Just(Vec::new()),
+            6 => prop::collection::vec(id, 1..6),
+        ]
+        .prop_flat_map(|ids| {
+            let n = ids.len();
+            (Just(ids), prop::collection::vec(sep(), n + 1))
+        })
+        .prop_map(|(ids, seps)| {
+            let mut t = format!("[{}", seps[0]);
+            for (i, id) in ids.iter().enumerate() {
+                if i > 0 {
+                    t.push(',');
+                }
+                t += &format!("{id}{}", seps[i + 1]);
+            }
+            t + "]"
+        })
+    }
+
+    /// JSON whitespace (and, rarely, a non-JSON space).
+    fn sep() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            300 => prop::sample::select(vec!["", "", " ", " ", "  ", "\t", "\r", "\n"]),
+            1 => Just("\u{a0}"),
+        ]
+    }
+
+    /// A line: an object with known, aliased, unknown or escaped keys (maybe repeated), or a
+    /// mangled variant of one.
+    fn line_text() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            4 => prop::sample::select(KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
+            1 => prop::sample::select(vec![
+                "extra", "Hash_ids", "hash_ids ", "", r"hash\u005fids", r"time\u0073tamp", "é",
+            ]),
+        ];
+        let field = (key, sep(), sep(), value_text(), sep())
+            .prop_map(|(k, a, b, v, c)| format!("\"{k}\"{a}:{b}{v}{c}"));
+        let base = (sep(), prop::collection::vec(field, 0..7), sep())
+            .prop_map(|(a, fields, b)| format!("{a}{{{}}}{b}", fields.join(",")));
+        // Mostly well-typed rows: known keys with values of the right kind, sometimes not.
+        let plausible = prop::sample::select(KEYS.to_vec()).prop_flat_map(|(key, slot)| {
+            let good = match slot {
+                4 => ids_text().boxed(),
+                5 => prop_oneof![
+                    Just("null".to_string()),
+                    "[a-z_0-9 é]{0,6}".prop_map(|s| format!("\"{s}\"")),
+                ]
+                .boxed(),
+                _ => number_text().boxed(),
+            };
+            (Just(key), prop_oneof![6 => good, 1 => value_text()], sep())
+                .prop_map(|(k, v, s)| format!("\"{k}\":{s}{v}"))
+        });
+        let usual = (
+            prop_oneof![Just("timestamp"), Just("created_time")],
+            number_text(),
+            prop_oneof![3 => (0u64..3000).prop_map(|n| n.to_string()), 1 => number_text()],
+            ids_text(),
+            prop::collection::vec(plausible, 0..4),
+        )
+            .prop_map(|(ts, t, o, h, more)| {
+                let mut fields = vec![
+                    format!("\"{ts}\": {t}"),
+                    format!("\"output_length\": {o}"),
+                    format!("\"hash_ids\": {h}"),
+                ];
+                fields.extend(more);
+                format!("{{{}}}", fields.join(", "))
+            });
+        (
+            prop_oneof![1 => base, 3 => usual],
+            0usize..200,
+            prop_oneof![
+                6 => Just(None),
+                1 => prop::sample::select(vec![Some(""), Some("x"), Some(","), Some("}"), Some("\"")]),
+            ],
+        )
+            .prop_map(|(line, at, edit)| match edit {
+                None => line,
+                Some(insert) => {
+                    let mut at = at.min(line.len());
+                    while !line.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    // An empty insert truncates the line.
+                    if insert.is_empty() {
+                        line[..at].to_string()
+                    } else {
+                        format!("{}{insert}{}", &line[..at], &line[at..])
+                    }
+                }
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn fast_and_slow_paths_agree_on_lines(line in line_text()) {
+            let _ = check_line(&line);
+        }
+
+        #[test]
+        fn fast_and_slow_paths_agree_on_traces(
+            lines in prop::collection::vec(
+                (
+                    prop::sample::select(vec!["", r#""session_id": "a", "#, r#""session_id": "request_1", "#]),
+                    prop::option::of(0u32..3000),
+                    prop::option::of(0u32..3000),
+                    0u32..5,
+                    prop::collection::vec(0u64..20, 1..5),
+                    prop::option::of(0u32..50),
+                ).prop_map(|(session, ts, input, output, ids, delay)| {
+                    let mut t = format!("{{{session}");
+                    if let Some(ts) = ts {
+                        t += &format!(r#""timestamp": {ts}, "#);
+                    }
+                    if let Some(n) = input {
+                        t += &format!(r#""input_length": {n}, "#);
+                    }
+                    if let Some(d) = delay {
+                        t += &format!(r#""delay": {d}, "#);
+                    }
+                    format!("{t}\"output_length\": {output}, \"hash_ids\": {ids:?}}}")
+                }),
+                1..6,
+            ),
+            closed in any::<bool>(),
+        ) {
+            let text = lines.join("\n");
+            let timing = if closed { Timing::ClosedLoop } else { Timing::OpenLoop };
+            let fast = parse_trace_with(&text, "t.jsonl", 512, timing);
+            let slow = parse_slow(&text, timing);
+            proptest::prop_assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+        }
+    }
+
+    #[test]
+    fn interner_direct_table_and_map_agree() {
+        // Ids below and above DIRECT_LIMIT interleaved keep the first-seen numbering.
+        let mut i = BlockInterner::default();
+        let big = DIRECT_LIMIT;
+        let a = i
+            .push_prompt([5, big, 5, u64::MAX, 0, big + 1, big])
+            .unwrap();
+        let b = i.push_prompt([DIRECT_LIMIT - 1, u64::MAX, 1]).unwrap();
+        assert_eq!(a, Content::Blocks { start: 0, len: 7 });
+        assert_eq!(b, Content::Blocks { start: 7, len: 3 });
+        assert_eq!(i.block_ids, [0, 1, 0, 2, 3, 4, 1, 5, 2, 6]);
+        assert_eq!(i.num_distinct(), 7);
+        assert!(i.direct.len() <= DIRECT_LIMIT as usize);
     }
 }
