@@ -14,11 +14,54 @@
 //!   its owner, so the sequence can re-hit its own blocks when it is re-admitted.
 //!
 //! Private blocks are only counted. Storage is index-based: slots in a `Vec`, an intrusive LRU,
-//! and a `Vec` from content id to its first slot.
+//! and an [`IdMap`] from content id to its first slot.
 
 use rustc_hash::FxHashMap;
 
 const NIL: u32 = u32::MAX;
+
+const PAGE_BITS: u32 = 10;
+const PAGE: usize = 1 << PAGE_BITS;
+
+/// Content id -> `u32` (`u32::MAX` when absent), stored in pages of 1024 entries allocated on
+/// first write: memory follows the ids one engine or router has seen, not all of the
+/// workload's, and a lookup is two indexed loads.
+#[derive(Debug, Clone, Default)]
+pub struct IdMap {
+    pages: Vec<Option<Box<[u32; PAGE]>>>,
+}
+
+impl IdMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn get(&self, id: u32) -> u32 {
+        match self.pages.get((id >> PAGE_BITS) as usize) {
+            Some(Some(page)) => page[id as usize & (PAGE - 1)],
+            _ => NIL,
+        }
+    }
+
+    #[inline]
+    pub fn set(&mut self, id: u32, value: u32) {
+        let p = (id >> PAGE_BITS) as usize;
+        if p >= self.pages.len() {
+            self.pages.resize_with(p + 1, || None);
+        }
+        let page = self.pages[p].get_or_insert_with(|| Box::new([NIL; PAGE]));
+        page[id as usize & (PAGE - 1)] = value;
+    }
+
+    /// Whether no id maps to anything.
+    pub fn is_empty(&self) -> bool {
+        self.pages
+            .iter()
+            .flatten()
+            .all(|p| p.iter().all(|&v| v == NIL))
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -64,7 +107,7 @@ pub struct KvPool {
     lru_head: u32,
     lru_tail: u32,
     /// Content id -> first slot holding it (`NIL` when absent).
-    by_id: Vec<u32>,
+    by_id: IdMap,
     /// Inactive extents of preempted sequences, by owner key.
     owners: FxHashMap<u64, u32>,
     events: Vec<KvEvent>,
@@ -72,8 +115,7 @@ pub struct KvPool {
 }
 
 impl KvPool {
-    /// A pool of `capacity` blocks for content ids `0..num_ids`.
-    pub fn new(capacity: u32, record_events: bool, num_ids: u32) -> Self {
+    pub fn new(capacity: u32, record_events: bool) -> Self {
         KvPool {
             capacity,
             slots: Vec::new(),
@@ -82,7 +124,7 @@ impl KvPool {
             inactive: 0,
             lru_head: NIL,
             lru_tail: NIL,
-            by_id: vec![NIL; num_ids as usize],
+            by_id: IdMap::new(),
             owners: FxHashMap::default(),
             events: Vec::new(),
             record_events,
@@ -117,7 +159,7 @@ impl KvPool {
     /// First slot holding content `id`, or `NIL`.
     #[inline]
     fn first_of(&self, id: u32) -> u32 {
-        self.by_id.get(id as usize).copied().unwrap_or(NIL)
+        self.by_id.get(id)
     }
 
     /// Walks `ids` from the start while each is present.
@@ -231,18 +273,14 @@ impl KvPool {
             next: NIL,
             next_dup: NIL,
         });
-        let i = id as usize;
-        if i >= self.by_id.len() {
-            self.by_id.resize(i + 1, NIL);
-        }
-        let first = self.by_id[i];
+        let first = self.by_id.get(id);
         if first != NIL {
             // Another copy of the same content: chain it behind the first.
             let after = self.slots[first as usize].next_dup;
             self.slots[first as usize].next_dup = slot;
             self.slots[slot as usize].next_dup = after;
         } else {
-            self.by_id[i] = slot;
+            self.by_id.set(id, slot);
             if visible && self.record_events {
                 self.events.push(KvEvent::Stored(id));
             }
@@ -353,7 +391,7 @@ impl KvPool {
             return;
         }
         if first == victim {
-            self.by_id[id as usize] = next;
+            self.by_id.set(id, next);
             if next == NIL && visible && self.record_events {
                 self.events.push(KvEvent::Removed(id));
             }
@@ -416,8 +454,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn id_map_pages() {
+        let mut m = IdMap::new();
+        assert_eq!(m.get(5), NIL);
+        assert!(m.is_empty());
+        m.set(3_000_000, 7);
+        m.set(5, 1);
+        assert_eq!(
+            (m.get(3_000_000), m.get(5), m.get(6), m.get(4_000_000)),
+            (7, 1, NIL, NIL)
+        );
+        // Only the two pages written are allocated.
+        assert_eq!(m.pages.iter().flatten().count(), 2);
+        m.set(5, NIL);
+        m.set(3_000_000, NIL);
+        assert!(m.is_empty());
+    }
+
+    #[test]
     fn register_release_reuse_and_suffix_first_eviction() {
-        let mut p = KvPool::new(4, true, 16);
+        let mut p = KvPool::new(4, true);
         assert!(p.allocate(3));
         let a = p.register_private(10, true);
         let b = p.register_private(11, true);
@@ -452,7 +508,7 @@ mod tests {
 
     #[test]
     fn acquire_prefers_active_copies_and_all_or_nothing_allocation() {
-        let mut p = KvPool::new(3, false, 16);
+        let mut p = KvPool::new(3, false);
         assert!(p.allocate(1));
         let a = p.register_private(7, true);
         let s = p.acquire(7).unwrap();
@@ -469,7 +525,7 @@ mod tests {
 
     #[test]
     fn duplicate_copies_keep_hash_until_last_evicted() {
-        let mut p = KvPool::new(2, true, 16);
+        let mut p = KvPool::new(2, true);
         assert!(p.allocate(2));
         let a = p.register_private(5, true);
         let b = p.register_private(5, true);
@@ -486,7 +542,7 @@ mod tests {
 
     #[test]
     fn anonymous_extents_evict_block_by_block_and_owners_rehit() {
-        let mut p = KvPool::new(10, false, 16);
+        let mut p = KvPool::new(10, false);
         assert!(p.allocate(6));
         p.release_anonymous(6, Some(99));
         assert_eq!(p.num_active(), 0);

@@ -105,14 +105,13 @@ pub struct Engine<M: LatencyModel> {
 }
 
 impl<M: LatencyModel> Engine<M> {
-    /// An engine whose shareable prompt blocks have content ids `0..num_ids`.
-    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool, num_ids: u32) -> Self {
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
         let cap = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
         Engine {
             block_size: args.block_size.max(1),
             args: args.clone(),
             model,
-            pool: KvPool::new(cap, record_kv_events, num_ids),
+            pool: KvPool::new(cap, record_kv_events),
             seqs: Vec::new(),
             free_seqs: Vec::new(),
             waiting: VecDeque::new(),
@@ -807,7 +806,7 @@ mod tests {
     use crate::engine::timing::Polynomial;
 
     fn engine(args: EngineArgs) -> Engine<Polynomial> {
-        Engine::new(&args, Polynomial, false, 16)
+        Engine::new(&args, Polynomial, false)
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! targets `0..n` (worker-major, then DP rank) and learn about KV contents through events.
 
 use crate::config::{QueuePolicy, RouterConfig};
-use crate::engine::kv::KvEvent;
+use crate::engine::kv::{IdMap, KvEvent};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
@@ -44,8 +44,10 @@ pub struct Decision {
 #[derive(Debug, Clone, Default)]
 struct TargetLoad {
     prefill_tokens: u64,
-    /// Prompt-block content id -> number of active requests holding it.
-    blocks: FxHashMap<u32, u32>,
+    /// Prompt-block content id -> number of active requests holding it (absent: none).
+    blocks: IdMap,
+    /// Content ids in `blocks`.
+    distinct_blocks: u64,
     /// Blocks tracked as unique (never shared): partial tails, no-reuse mode.
     unique_blocks: u64,
     requests: u64,
@@ -71,7 +73,7 @@ pub struct KvRouter {
     busy_tokens: Option<f64>,
     words: usize,
     /// Content id -> its row of `masks` (`NO_ROW` when no target holds it).
-    index: Vec<u32>,
+    index: IdMap,
     masks: Vec<u64>,
     free_masks: Vec<u32>,
     loads: Vec<TargetLoad>,
@@ -102,7 +104,7 @@ impl KvRouter {
             block_size: block_size.max(1),
             busy_tokens,
             words,
-            index: Vec::new(),
+            index: IdMap::new(),
             masks: Vec::new(),
             free_masks: Vec::new(),
             loads: vec![TargetLoad::default(); num_targets],
@@ -125,11 +127,7 @@ impl KvRouter {
         match ev {
             KvEvent::Stored(id) => {
                 let words = self.words;
-                let i = id as usize;
-                if i >= self.index.len() {
-                    self.index.resize(i + 1, NO_ROW);
-                }
-                let mut slot = self.index[i];
+                let mut slot = self.index.get(id);
                 if slot == NO_ROW {
                     slot = match self.free_masks.pop() {
                         Some(s) => s,
@@ -138,7 +136,7 @@ impl KvRouter {
                             (self.masks.len() / words - 1) as u32
                         }
                     };
-                    self.index[i] = slot;
+                    self.index.set(id, slot);
                 }
                 self.masks[slot as usize * words + w] |= bit;
             }
@@ -148,7 +146,7 @@ impl KvRouter {
                     let base = s as usize * self.words;
                     self.masks[base + w] &= !bit;
                     if self.masks[base..base + self.words].iter().all(|&m| m == 0) {
-                        self.index[id as usize] = NO_ROW;
+                        self.index.set(id, NO_ROW);
                         self.free_masks.push(s);
                     }
                 }
@@ -158,7 +156,7 @@ impl KvRouter {
 
     #[inline]
     fn row(&self, id: u32) -> u32 {
-        self.index.get(id as usize).copied().unwrap_or(NO_ROW)
+        self.index.get(id)
     }
 
     /// Overlap in blocks of the prompt with every target's cache, into `scratch_overlap`.
@@ -245,12 +243,12 @@ impl KvRouter {
                 let depth = if self.cfg.router_assume_kv_reuse {
                     r.blocks
                         .iter()
-                        .take_while(|b| load.blocks.contains_key(b))
+                        .take_while(|&&b| load.blocks.get(b) != NO_ROW)
                         .count() as u64
                 } else {
                     0
                 };
-                let active = load.blocks.len() as u64 + load.unique_blocks;
+                let active = load.distinct_blocks + load.unique_blocks;
                 (active + request_blocks.saturating_sub(depth)) as f64
             } else {
                 0.0
@@ -322,7 +320,13 @@ impl KvRouter {
             (0, 0)
         } else if self.cfg.router_assume_kv_reuse {
             for &b in r.blocks {
-                *load.blocks.entry(b).or_insert(0) += 1;
+                match load.blocks.get(b) {
+                    NO_ROW => {
+                        load.blocks.set(b, 1);
+                        load.distinct_blocks += 1;
+                    }
+                    c => load.blocks.set(b, c + 1),
+                }
             }
             (
                 r.blocks.len() as u32,
@@ -365,11 +369,13 @@ impl KvRouter {
         load.requests -= 1;
         load.unique_blocks -= r.unique;
         for b in &blocks[..(r.shared as usize).min(blocks.len())] {
-            if let Some(c) = load.blocks.get_mut(b) {
-                *c -= 1;
-                if *c == 0 {
-                    load.blocks.remove(b);
+            match load.blocks.get(*b) {
+                NO_ROW => {}
+                1 => {
+                    load.blocks.set(*b, NO_ROW);
+                    load.distinct_blocks -= 1;
                 }
+                c => load.blocks.set(*b, c - 1),
             }
         }
     }
@@ -428,7 +434,7 @@ mod tests {
         assert!(r
             .loads
             .iter()
-            .all(|l| l.blocks.is_empty() && l.unique_blocks == 0));
+            .all(|l| l.blocks.is_empty() && l.distinct_blocks == 0 && l.unique_blocks == 0));
     }
 
     #[test]
@@ -456,6 +462,6 @@ mod tests {
         r.compute_overlaps(&[5]);
         assert_eq!(r.scratch_overlap[65], 1);
         r.apply_event(65, KvEvent::Removed(5));
-        assert!(r.index.iter().all(|&row| row == NO_ROW));
+        assert!(r.index.is_empty());
     }
 }

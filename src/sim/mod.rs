@@ -218,7 +218,6 @@ impl<'w> Sim<'w> {
         cfg: &'w SimConfig,
         opts: SimOptions,
     ) -> Result<Self, SimError> {
-        let num_ids = prompts.num_ids();
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
         let mut pools = Vec::new();
@@ -239,7 +238,7 @@ impl<'w> Sim<'w> {
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Engine::new(args, Polynomial, record, num_ids))
+                    .map(|_| Engine::new(args, Polynomial, record))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {
