@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs dynosim and the reference DynoSim (NVIDIA Dynamo 1.4.2, `python -m dynamo.replay`) side by
 # side on the same commands and prints the speed-ups and peak memory against the targets of
-# issue 4 (see docs/performance.md):
+# issue 4 (the README's "Performance" section gives the latest figures):
 #   - V3, V4, V5 (conversation trace; 4 workers round robin / kv_router; 2 prefill + 2 decode):
 #     dynosim's whole-process wall time (best of --runs) against the reference's own simulation
 #     time (`wall_time_ms` of its report); dynosim's peak RSS on V3.
