@@ -8,7 +8,8 @@
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
 use crate::config::engine_args::parse_engine_args_str;
 use crate::config::limits::{
-    check_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape, MAX_ENGINE_RANKS,
+    check_memory, check_workload_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape,
+    MAX_ENGINE_RANKS,
 };
 use crate::config::router_config::parse_router_config_str;
 use crate::config::{
@@ -603,19 +604,23 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     }
     let block_size = plan.sim.topology.block_size();
     let budget = memory_budget();
+    let hint = |shape: &WorkloadShape, part| match &plan.workload {
+        WorkloadSource::Synthetic(_) => synthetic_memory_hint(part, shape.stored_blocks > 0),
+        WorkloadSource::Trace { .. } => trace_memory_hint(part),
+    };
     if let WorkloadSource::Synthetic(spec) = &plan.workload {
         // Checked before generating: the workload itself may be what does not fit.
-        let floor = memory_floor(&WorkloadShape::of_synthetic(spec, block_size), &plan.sim);
-        check_memory(&floor, budget, synthetic_memory_hint(floor.largest())).map_err(err)?;
+        let shape = WorkloadShape::of_synthetic(spec, block_size);
+        let floor = memory_floor(&shape, &plan.sim);
+        check_memory(&floor, budget, hint(&shape, floor.largest())).map_err(err)?;
     }
     let workload = plan.workload.load(block_size)?;
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }
-    if let WorkloadSource::Trace { .. } = &plan.workload {
-        let floor = memory_floor(&WorkloadShape::of_workload(&workload), &plan.sim);
-        check_memory(&floor, budget, trace_memory_hint(floor.largest())).map_err(err)?;
-    }
+    // Once loaded, its shareable prompt blocks are counted exactly (unless a quick bound of them
+    // fits already), before they are computed.
+    check_workload_memory(&workload, &plan.sim, budget, hint).map_err(err)?;
     let out = crate::sim::simulate(&workload, &plan.sim)?;
 
     // JSONL first: if the main report then fails, the JSONL is removed again, with any folder
@@ -649,12 +654,16 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn synthetic_memory_hint(part: MemoryPart) -> &'static str {
+/// `stores_blocks`: the workload keeps its prompts' block ids (shared prefixes, several turns).
+fn synthetic_memory_hint(part: MemoryPart, stores_blocks: bool) -> &'static str {
     match part {
+        MemoryPart::Requests if stores_blocks => {
+            "lower --request-count (or --turns-per-session) or --input-tokens"
+        }
         MemoryPart::Requests => "lower --request-count (or --turns-per-session)",
-        MemoryPart::Prompts => {
-            "lower --input-tokens, or spread the arrivals (--request-rate, \
-             --arrival-interval-ms > 0, --replay-concurrency)"
+        MemoryPart::PromptBlocks => {
+            "lower --input-tokens or --shared-prefix-ratio, or raise the engine block_size \
+             (every request keeps an id per block of its shared prefix)"
         }
         MemoryPart::Ranks => "lower --num-workers or dp_size",
     }
@@ -663,9 +672,9 @@ fn synthetic_memory_hint(part: MemoryPart) -> &'static str {
 fn trace_memory_hint(part: MemoryPart) -> &'static str {
     match part {
         MemoryPart::Requests => "split the trace into smaller files",
-        MemoryPart::Prompts => {
-            "its prompts are too long to hash (check input_length and --trace-block-size), or \
-             too many arrive at once"
+        MemoryPart::PromptBlocks => {
+            "its requests share too many prompt blocks (long input_length over common \
+             hash_ids): check input_length and --trace-block-size, or raise the engine block_size"
         }
         MemoryPart::Ranks => "lower --num-workers or dp_size",
     }

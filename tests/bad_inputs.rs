@@ -680,10 +680,15 @@ fn grids_above_max_points_are_refused_before_expanding() {
 /// Runs the binary under an 8 GiB address-space limit, so a broken guard fails an allocation
 /// instead of exhausting the machine.
 fn dynosim_limited(dir: &Path, args: &[&str]) -> Output {
+    dynosim_limited_to(8 << 20, dir, args)
+}
+
+/// Runs the binary under an address-space limit of `kib` KiB.
+fn dynosim_limited_to(kib: u64, dir: &Path, args: &[&str]) -> Output {
     std::process::Command::new("bash")
         .current_dir(dir)
         .arg("-c")
-        .arg("ulimit -v 8388608 && exec \"$0\" \"$@\"")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_dynosim"))
         .args(args)
         .output()
@@ -784,6 +789,8 @@ fn absurd_sizes_are_refused_with_the_flag_and_range() {
             &["--request-count is too large", "4294967295"],
         ),
         (
+            // 30 prompts of 4 billion tokens whose first half is one shared prefix: 7.0 GiB of
+            // stored block ids, and 30 x 31.25 M shareable blocks (3.5 GiB) on top.
             &[
                 "run",
                 "--input-tokens",
@@ -791,13 +798,17 @@ fn absurd_sizes_are_refused_with_the_flag_and_range() {
                 "--output-tokens",
                 "1",
                 "--request-count",
-                "100",
+                "30",
                 "--arrival-interval-ms",
-                "0",
+                "1",
+                "--shared-prefix-ratio",
+                "0.5",
+                "--num-prefix-groups",
+                "1",
             ],
             &[
-                "would need at least",
-                "prompt hashes in flight",
+                "would need at least 10.5 GiB of memory",
+                "3.5 GiB for shareable prompt blocks",
                 "--input-tokens",
             ],
         ),
@@ -811,14 +822,10 @@ fn absurd_sizes_are_refused_with_the_flag_and_range() {
         assert_eq!(files_in(dir.path()), ["t.jsonl"]);
     }
 
-    // A tiny trace file whose prompts are huge (4 billion tokens per hash id), all at t=0.
-    let rows: String = (0..100)
-        .map(|i| {
-            format!(
-                "{{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": 1, \"hash_ids\": [{i}]}}\n"
-            )
-        })
-        .collect();
+    // A tiny trace file whose prompts are huge (4 billion tokens per hash id) and all share
+    // their one hash id: every request holds 62.5 M shareable blocks.
+    let rows = "{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": 1, \"hash_ids\": [0]}\n"
+        .repeat(100);
     fs::write(dir.path().join("huge.jsonl"), rows).unwrap();
     let out = dynosim_limited(
         dir.path(),
@@ -832,15 +839,64 @@ fn absurd_sizes_are_refused_with_the_flag_and_range() {
         ],
     );
     assert_refused(
-        "huge prompts",
+        "huge shared prompts",
         &out,
         &[
-            "would need at least",
-            "prompt hashes in flight",
+            "would need at least 23.3 GiB of memory (23.3 GiB for shareable prompt blocks",
             "--trace-block-size",
         ],
     );
     assert_eq!(files_in(dir.path()), ["huge.jsonl", "t.jsonl"]);
+}
+
+#[test]
+fn huge_unique_prompts_run_in_little_memory() {
+    // Unique prompts have no shareable block: 100 prompts of 4 billion tokens arriving at once
+    // need no memory per block. Each is rejected as larger than the KV pool, at once.
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..100)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": 1, \"hash_ids\": [{i}]}}\n"
+            )
+        })
+        .collect();
+    fs::write(dir.path().join("huge.jsonl"), rows).unwrap();
+    let cases: &[&[&str]] = &[
+        &[
+            "run",
+            "--input-tokens",
+            "4000000000",
+            "--output-tokens",
+            "1",
+            "--request-count",
+            "100",
+            "--arrival-interval-ms",
+            "0",
+        ],
+        &["run", "huge.jsonl", "--trace-block-size", "4000000000"],
+    ];
+    for args in cases {
+        let started = std::time::Instant::now();
+        // 256 MiB of address space.
+        let out = dynosim_limited_to(
+            256 << 10,
+            dir.path(),
+            &[args, &["--report-json", "r.json"][..]].concat(),
+        );
+        let case = args.join(" ");
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(started.elapsed().as_secs() < 30, "{case}: too slow");
+        let report: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+        assert_eq!(report["num_requests"], 100, "{case}");
+        assert_eq!(report["completed_requests"], 0, "{case}");
+        fs::remove_file(dir.path().join("r.json")).unwrap();
+    }
 }
 
 #[test]
@@ -889,6 +945,40 @@ fn sweep_limits_workers_and_fails_points_that_cannot_fit() {
         "{:?}",
         &failed[col("reason")]
     );
+
+    // A trace whose 100 prompts of 4 billion tokens share one hash id: 62.5 M shareable blocks
+    // each with 64-token blocks, only 61,035 with 65,536-token ones (and then, larger than the
+    // KV pool, they are rejected at once). Judged per block size once the trace is loaded.
+    let dir = tempfile::tempdir().unwrap();
+    let rows = "{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": 1, \"hash_ids\": [0]}\n"
+        .repeat(100);
+    fs::write(dir.path().join("huge.jsonl"), rows).unwrap();
+    fs::write(
+        dir.path().join("grid.yaml"),
+        "workload: {trace: huge.jsonl, trace_block_size: 4000000000}\n\
+         grid:\n  engine.block_size: [64, 65536]\n",
+    )
+    .unwrap();
+    let out = dynosim_limited(dir.path(), &["sweep", "grid.yaml", "-o", "out", "--quiet"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let csv = fs::read_to_string(dir.path().join("out/leaderboard.csv")).unwrap();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let recs: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+    let by_point = |p: &str| recs.iter().find(|r| &r[col("point")] == p).unwrap().clone();
+    let failed = by_point("0");
+    assert_eq!(&failed[col("status")], "failed");
+    assert!(
+        failed[col("reason")].contains("23.3 GiB for shareable prompt blocks")
+            && failed[col("reason")].contains("engine.block_size"),
+        "{:?}",
+        &failed[col("reason")]
+    );
+    let small = by_point("1");
+    assert_eq!(&small[col("status")], "ok", "{:?}", &small[col("reason")]);
+    assert_eq!(&small[col("completed_requests")], "0");
 }
 
 // ---------------------------------------------------------------------------------------------

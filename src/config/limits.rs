@@ -4,12 +4,14 @@
 //! the OS.
 //!
 //! The bound is a floor, never a guess from above: it counts only what the simulator must hold at
-//! once (every request's bookkeeping, every engine rank, the prompt hashes of the requests that
-//! arrive together at the start and of the largest prompt). A configuration under the floor may
-//! still need more; one over it cannot run on this machine.
+//! once (every request's bookkeeping, every engine rank, and the content ids of every prompt block
+//! that another request may share, computed once before simulating; see
+//! [`crate::workload::sharing`]). A configuration under the floor may still need more; one over it
+//! cannot run on this machine.
 
 use super::{SimConfig, Topology};
-use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
+use crate::workload::sharing::{shared_block_bound, shared_block_count};
+use crate::workload::synthetic::SyntheticSpec;
 use crate::workload::Workload;
 
 /// Largest `num_gpu_blocks` of one engine rank (the simulator indexes blocks with 31 bits).
@@ -29,89 +31,81 @@ const RECORD_BYTES: u64 = 256;
 const RANK_BYTES: u64 = 512;
 /// One stored trace-block id of the workload.
 const STORED_BLOCK_BYTES: u64 = 4;
-/// One prompt hash of a request in flight (one per engine block of its prompt).
-const HASH_BYTES: u64 = 8;
+/// One content id of a shareable prompt block (`PromptBlocks::ids`).
+const SHARED_BLOCK_BYTES: u64 = 4;
+/// Per request (plus one) for where its shareable blocks start (`PromptBlocks::starts`).
+const SHARED_START_BYTES: u64 = 8;
 
 /// What of a workload decides its memory, known before simulating (for synthetic workloads,
-/// before generating them).
+/// before generating them), for one engine block size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WorkloadShape {
     pub requests: u64,
     /// Trace-block ids stored by the workload.
     pub stored_blocks: u64,
-    /// Prompt tokens of the requests that arrive at the first instant (all in flight at once).
-    pub first_burst_tokens: Burst,
-    /// Prompt tokens of the longest prompt.
-    pub longest_prompt: u64,
-}
-
-/// A group of requests arriving together. The engine block size is not known yet, so the group
-/// keeps its total prompt tokens: `ceil(tokens / b)` bounds its hash count from below.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Burst {
-    pub tokens: u64,
-    pub count: u64,
+    /// Shareable prompt blocks of all requests together (the ids `PromptBlocks::new` stores) for
+    /// the engine block size the shape was made for: exact for a loaded workload, a floor for a
+    /// synthetic spec.
+    pub shared_blocks: u64,
 }
 
 impl WorkloadShape {
-    /// The shape of a loaded (or generated) workload.
-    pub fn of_workload(w: &Workload) -> Self {
-        let mut shape = WorkloadShape {
+    /// The shape of a loaded (or generated) workload, for engine block size `block_size`.
+    pub fn of_workload(w: &Workload, block_size: u32) -> Self {
+        WorkloadShape {
             requests: w.requests.len() as u64,
             stored_blocks: w.block_ids.len() as u64,
-            ..Default::default()
-        };
-        shape.longest_prompt = w
-            .requests
-            .iter()
-            .map(|r| u64::from(r.input_length))
-            .max()
-            .unwrap_or(0);
-        // Sessions are ordered by first arrival; closed-loop workloads have none, and their
-        // first admissions are bounded by the concurrency, which the caller applies.
-        let first = w.sessions.first().and_then(|s| s.first_arrival_ms);
-        let mut burst = Burst::default();
-        if first.is_some() {
-            for s in w
-                .sessions
-                .iter()
-                .take_while(|s| s.first_arrival_ms == first)
-            {
-                if let Some(r) = w.requests.get(s.first_request as usize) {
-                    burst.tokens += u64::from(r.input_length);
-                    burst.count += 1;
-                }
-            }
+            shared_blocks: shared_block_count(w, block_size),
         }
-        shape.first_burst_tokens = burst;
-        shape
     }
 
-    /// The shape of the workload `spec` would generate, without generating it.
+    /// The shape of the workload `spec` would generate for engine block size `block_size`,
+    /// without generating it.
     pub fn of_synthetic(spec: &SyntheticSpec, block_size: u32) -> Self {
         let requests = u64::from(spec.request_count) * u64::from(spec.turns_per_session);
         let input = u64::from(spec.input_tokens);
+        let block = u64::from(block_size.max(1));
         let workload_path = spec.turns_per_session > 1
             || spec.shared_prefix_ratio > 0.0
             || spec.num_prefix_groups > 0
             || spec.inter_turn_delay_ms > 0.0;
+        let num_blocks = input.div_ceil(block);
         let stored_blocks = if workload_path {
-            requests * input.div_ceil(u64::from(block_size.max(1)))
+            requests * num_blocks
         } else {
             0
         };
-        let burst = match spec.arrival {
-            SyntheticArrival::IntervalMs(0.0) => u64::from(spec.request_count),
-            _ => 1,
+        // Each session draws one of `g` prefix groups, whose requests all start with the same
+        // `round(num_blocks × ratio)` trace blocks (one engine block each: the generator uses
+        // the engine block size), then go on with unique ones. A request shares its prefix's
+        // full blocks as soon as another request is in its group: with several turns per
+        // session every request does; with one, at most `g` sessions are alone in their group,
+        // and only `g − 1` when there are more sessions than groups.
+        let g = u64::from(spec.num_prefix_groups);
+        let sessions = u64::from(spec.request_count);
+        let sharing = if spec.turns_per_session > 1 {
+            requests
+        } else if sessions > g {
+            sessions - g + 1
+        } else {
+            0
+        };
+        let shared_blocks = if g > 0 && spec.shared_prefix_ratio > 0.0 {
+            let prefix =
+                ((num_blocks as f64 * spec.shared_prefix_ratio).round() as u64).min(num_blocks);
+            let per_request = prefix.min(input / block);
+            // Past u32::MAX − 1 distinct ids sharing stops (see `PromptBlocks::new`), but every
+            // id given out is held by at least two requests.
+            sharing
+                .saturating_mul(per_request)
+                .min(2 * (u64::from(u32::MAX) - 1))
+        } else {
+            0
         };
         WorkloadShape {
             requests,
             stored_blocks,
-            first_burst_tokens: Burst {
-                tokens: burst * input,
-                count: burst,
-            },
-            longest_prompt: input,
+            shared_blocks,
         }
     }
 }
@@ -121,7 +115,7 @@ impl WorkloadShape {
 pub struct MemoryFloor {
     pub requests: u64,
     pub ranks: u64,
-    pub prompts: u64,
+    pub prompt_blocks: u64,
     pub total: u64,
 }
 
@@ -130,7 +124,7 @@ impl MemoryFloor {
     pub fn describe(&self) -> String {
         let mut parts = [
             (self.requests, "request state"),
-            (self.prompts, "prompt hashes in flight"),
+            (self.prompt_blocks, "shareable prompt blocks"),
             (self.ranks, "engine ranks"),
         ];
         parts.sort_by_key(|p| std::cmp::Reverse(p.0));
@@ -144,10 +138,10 @@ impl MemoryFloor {
 
     /// Which part dominates.
     pub fn largest(&self) -> MemoryPart {
-        if self.requests >= self.prompts && self.requests >= self.ranks {
+        if self.requests >= self.prompt_blocks && self.requests >= self.ranks {
             MemoryPart::Requests
-        } else if self.prompts >= self.ranks {
-            MemoryPart::Prompts
+        } else if self.prompt_blocks >= self.ranks {
+            MemoryPart::PromptBlocks
         } else {
             MemoryPart::Ranks
         }
@@ -156,8 +150,10 @@ impl MemoryFloor {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryPart {
+    /// Request bookkeeping and the workload's stored trace-block ids.
     Requests,
-    Prompts,
+    /// Content ids of the prompt blocks some other request may share.
+    PromptBlocks,
     Ranks,
 }
 
@@ -180,44 +176,55 @@ pub fn engine_ranks(t: &Topology) -> u64 {
     }
 }
 
-/// The memory one simulation of `cfg` over a workload of this shape certainly needs.
+/// The memory one simulation of `cfg` over a workload of this shape certainly needs. `shape` is
+/// the one made for `cfg`'s engine block size.
 pub fn memory_floor(shape: &WorkloadShape, cfg: &SimConfig) -> MemoryFloor {
-    let block = u64::from(cfg.topology.block_size().max(1));
     let per_request = REQUEST_BYTES + if cfg.record_requests { RECORD_BYTES } else { 0 };
     let requests = shape
         .requests
         .saturating_mul(per_request)
         .saturating_add(shape.stored_blocks.saturating_mul(STORED_BLOCK_BYTES));
     let ranks = engine_ranks(&cfg.topology).saturating_mul(RANK_BYTES);
-    // Requests arriving at the first instant are all hashed before any can finish; with a
-    // concurrency cap only that many are admitted at first.
-    let mut burst = shape.first_burst_tokens;
-    if let Some(c) = cfg.load.replay_concurrency {
-        let c = u64::from(c).min(shape.requests);
-        // Closed loop: the first `c` requests start together; count the shortest case we can
-        // be sure of (c prompts of at least one block each, or the average of the burst).
-        if burst.count == 0 {
-            burst = Burst {
-                tokens: c,
-                count: c,
-            };
-        } else if burst.count > c {
-            burst.tokens = burst.tokens / burst.count * c;
-            burst.count = c;
-        }
-    }
-    let mut prompt_blocks = burst.tokens.div_ceil(block);
-    if cfg.max_sim_time_ms.is_none() {
-        // Every request arrives, the longest one too.
-        prompt_blocks = prompt_blocks.max(shape.longest_prompt.div_ceil(block));
-    }
-    let prompts = prompt_blocks.saturating_mul(HASH_BYTES);
+    // The shareable blocks of every request are computed before the simulation starts.
+    let prompt_blocks = shape
+        .shared_blocks
+        .saturating_mul(SHARED_BLOCK_BYTES)
+        .saturating_add(
+            shape
+                .requests
+                .saturating_add(1)
+                .saturating_mul(SHARED_START_BYTES),
+        );
     MemoryFloor {
         requests,
         ranks,
-        prompts,
-        total: requests.saturating_add(ranks).saturating_add(prompts),
+        prompt_blocks,
+        total: requests.saturating_add(ranks).saturating_add(prompt_blocks),
     }
+}
+
+/// Refuses simulating `cfg` over the loaded workload `w` when its floor exceeds `budget`, like
+/// [`check_memory`] with the floor of [`WorkloadShape::of_workload`]; `hint` gets that shape and
+/// the largest part. Counting the shareable prompt blocks builds a trie of the whole workload,
+/// so it is skipped when the floor fits even with a quick upper bound of them.
+pub fn check_workload_memory(
+    w: &Workload,
+    cfg: &SimConfig,
+    budget: u64,
+    hint: impl FnOnce(&WorkloadShape, MemoryPart) -> &'static str,
+) -> Result<(), String> {
+    let block_size = cfg.topology.block_size();
+    let quick = WorkloadShape {
+        requests: w.requests.len() as u64,
+        stored_blocks: w.block_ids.len() as u64,
+        shared_blocks: shared_block_bound(w, block_size),
+    };
+    if memory_floor(&quick, cfg).total <= budget {
+        return Ok(());
+    }
+    let shape = WorkloadShape::of_workload(w, block_size);
+    let floor = memory_floor(&shape, cfg);
+    check_memory(&floor, budget, hint(&shape, floor.largest()))
 }
 
 /// The memory the simulations of this process may use: the machine's physical memory (Linux's
@@ -289,7 +296,8 @@ pub fn check_memory(floor: &MemoryFloor, budget: u64, hint: &str) -> Result<(), 
 mod tests {
     use super::*;
     use crate::config::{EngineArgs, LoadSpec, RouterConfig, RouterMode, Sla};
-    use crate::workload::{Content, RequestSpec, SessionSpec};
+    use crate::workload::synthetic::SyntheticArrival;
+    use crate::workload::trace::parse_trace;
 
     fn cfg(num_workers: u32, dp: u32) -> SimConfig {
         SimConfig {
@@ -335,6 +343,14 @@ mod tests {
         assert!(check_memory(&f, 1 << 30, "").is_ok());
     }
 
+    fn grouped(count: u32, input: u32, ratio: f64, groups: u32) -> SyntheticSpec {
+        SyntheticSpec {
+            shared_prefix_ratio: ratio,
+            num_prefix_groups: groups,
+            ..syn(count, input, SyntheticArrival::IntervalMs(1.0))
+        }
+    }
+
     #[test]
     fn absurd_sizes_are_over_any_machine() {
         // 4 billion requests: a terabyte of bookkeeping.
@@ -347,44 +363,21 @@ mod tests {
         );
         assert!(f.total > 1 << 40, "{f:?}");
         assert_eq!(f.largest(), MemoryPart::Requests);
-        // A burst of 20 prompts of 4 billion tokens: 20 x 62.5 M hashes.
+        // 100 prompts of 4 billion tokens sharing half of them: 100 x 31.25 M shared blocks.
         let f = memory_floor(
-            &WorkloadShape::of_synthetic(
-                &syn(20, 4_000_000_000, SyntheticArrival::IntervalMs(0.0)),
-                64,
-            ),
+            &WorkloadShape::of_synthetic(&grouped(100, 4_000_000_000, 0.5, 1), 64),
             &cfg(1, 1),
         );
-        assert_eq!(f.prompts, 20 * 62_500_000 * 8);
-        assert_eq!(f.largest(), MemoryPart::Prompts);
+        assert_eq!(f.prompt_blocks, 100 * 31_250_000 * 4 + 101 * 8);
         let e = check_memory(&f, 8 << 30, "lower --input-tokens").unwrap_err();
         assert!(
-            e.contains("at least 9.3 GiB")
-                && e.contains("prompt hashes in flight")
+            e.contains("at least 34.9 GiB")
+                && e.contains("23.3 GiB for request state")
+                && e.contains("11.6 GiB for shareable prompt blocks")
                 && e.contains("8.0 GiB")
                 && e.ends_with("lower --input-tokens"),
             "{e}"
         );
-        // Spread-out arrivals hold one prompt at a time.
-        let f = memory_floor(
-            &WorkloadShape::of_synthetic(
-                &syn(20, 4_000_000_000, SyntheticArrival::IntervalMs(5.0)),
-                64,
-            ),
-            &cfg(1, 1),
-        );
-        assert_eq!(f.prompts, 62_500_000 * 8);
-        // A concurrency cap bounds the burst.
-        let mut c = cfg(1, 1);
-        c.load.replay_concurrency = Some(2);
-        let f = memory_floor(
-            &WorkloadShape::of_synthetic(
-                &syn(20, 4_000_000_000, SyntheticArrival::IntervalMs(0.0)),
-                64,
-            ),
-            &c,
-        );
-        assert_eq!(f.prompts, 2 * 62_500_000 * 8);
         assert_eq!(
             memory_floor(&WorkloadShape::default(), &cfg(100_000, 1)).ranks,
             100_000 * RANK_BYTES
@@ -392,40 +385,144 @@ mod tests {
     }
 
     #[test]
-    fn workload_shape_counts_the_first_burst() {
-        let req = |input_length| RequestSpec {
-            uuid: 1,
-            input_length,
-            output_length: 1,
-            content: Content::Unique,
-            session: 0,
-            turn: 0,
-            delay_after_previous_ms: 0.0,
-            priority: 0,
-            strict_priority: 0,
-        };
-        let sess = |i: u32, t: f64| SessionSpec {
-            id: format!("s{i}"),
-            first_arrival_ms: Some(t),
-            first_request: i,
-            num_turns: 1,
-        };
-        let w = Workload {
-            sessions: vec![sess(0, 0.0), sess(1, 0.0), sess(2, 5.0)],
-            requests: vec![req(100), req(300), req(1000)],
-            trace_block_size: 16,
-            ..Workload::default()
-        };
-        let s = WorkloadShape::of_workload(&w);
-        assert_eq!(s.requests, 3);
+    fn huge_unique_prompts_need_no_memory_per_block() {
+        // 100 unique prompts of 4 billion tokens, all at once: no block is shareable (they are
+        // rejected as larger than the KV pool), so only their bookkeeping counts.
+        let shape = WorkloadShape::of_synthetic(
+            &syn(100, 4_000_000_000, SyntheticArrival::IntervalMs(0.0)),
+            64,
+        );
+        assert_eq!(shape.shared_blocks, 0);
+        let f = memory_floor(&shape, &cfg(1, 1));
+        assert_eq!(f.prompt_blocks, 101 * 8);
+        assert!(f.total < 1 << 20, "{f:?}");
+    }
+
+    #[test]
+    fn synthetic_shape_is_a_floor_of_the_generated_one() {
+        use crate::workload::synthetic::generate;
+        // (sessions, turns, input, ratio, groups, exact): exact unless some groups may hold a
+        // single request.
+        let cases = [
+            (10, 1, 1000, 0.5, 1, true),
+            (10, 1, 1000, 1.0, 1, true),
+            (10, 1, 1024, 1.0, 1, true),
+            (2, 1, 1000, 0.5, 1, true),
+            (1, 1, 1000, 0.5, 1, true),
+            (1, 3, 1000, 0.5, 1, true),
+            (10, 1, 1000, 0.01, 1, true),
+            (10, 1, 30, 0.5, 1, true),
+            (50, 1, 1000, 0.3, 7, false),
+            (5, 1, 1000, 0.3, 20, false),
+            (3, 1, 1000, 0.3, 2, false),
+            (7, 3, 1000, 0.7, 4, true),
+            (1, 2, 1000, 0.7, 4, true),
+            (10, 2, 1000, 0.0, 3, true),
+            (10, 2, 1000, 0.5, 0, true),
+        ];
+        for (count, turns, input, ratio, groups, exact) in cases {
+            let spec = SyntheticSpec {
+                turns_per_session: turns,
+                ..grouped(count, input, ratio, groups)
+            };
+            for bs in [16, 64, 100] {
+                let floor = WorkloadShape::of_synthetic(&spec, bs);
+                let real = WorkloadShape::of_workload(&generate(&spec, bs).unwrap(), bs);
+                assert_eq!(floor.requests, real.requests, "{spec:?} {bs}");
+                assert_eq!(floor.stored_blocks, real.stored_blocks, "{spec:?} {bs}");
+                if exact {
+                    assert_eq!(floor.shared_blocks, real.shared_blocks, "{spec:?} {bs}");
+                } else {
+                    assert!(floor.shared_blocks <= real.shared_blocks, "{spec:?} {bs}");
+                }
+            }
+        }
+        // The generator's prefix of 10 sessions x 1000 tokens at ratio 0.5: round(16 x 0.5)
+        // blocks of 64 tokens, all full, shared by all 10.
+        let s = WorkloadShape::of_synthetic(&grouped(10, 1000, 0.5, 1), 64);
+        assert_eq!(s.shared_blocks, 10 * 8);
+        // A prefix of all 16 blocks: the last one is not full.
+        let s = WorkloadShape::of_synthetic(&grouped(10, 1000, 1.0, 1), 64);
+        assert_eq!(s.shared_blocks, 10 * 15);
+        // Without groups (or with a zero ratio) nothing is shared; with as many groups as
+        // single-turn sessions nothing is certainly shared, with one fewer two sessions share.
+        for spec in [grouped(10, 1000, 0.5, 0), grouped(10, 1000, 0.0, 3)] {
+            assert_eq!(WorkloadShape::of_synthetic(&spec, 64).shared_blocks, 0);
+        }
         assert_eq!(
-            s.first_burst_tokens,
-            Burst {
-                tokens: 400,
-                count: 2
+            WorkloadShape::of_synthetic(&grouped(10, 1000, 0.5, 10), 64).shared_blocks,
+            0
+        );
+        assert_eq!(
+            WorkloadShape::of_synthetic(&grouped(10, 1000, 0.5, 9), 64).shared_blocks,
+            2 * 8
+        );
+        // No overflow, and sharing stops at u32::MAX − 1 distinct ids.
+        let s = WorkloadShape::of_synthetic(&grouped(u32::MAX, u32::MAX, 1.0, 1), 1);
+        assert_eq!(s.shared_blocks, 2 * (u64::from(u32::MAX) - 1));
+        assert_eq!(memory_floor(&s, &cfg(1, 1)).total, u64::MAX);
+    }
+
+    #[test]
+    fn workload_shape_counts_the_shared_blocks() {
+        let text = concat!(
+            "{\"timestamp\":0,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,2]}\n",
+            "{\"timestamp\":1,\"input_length\":700,\"output_length\":1,\"hash_ids\":[1,2]}\n",
+            "{\"timestamp\":2,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,3]}\n",
+            "{\"timestamp\":3,\"input_length\":512,\"output_length\":1,\"hash_ids\":[9]}\n",
+        );
+        let w = parse_trace(text, "t.jsonl", 512).unwrap();
+        let s = WorkloadShape::of_workload(&w, 64);
+        assert_eq!(
+            s,
+            WorkloadShape {
+                requests: 4,
+                stored_blocks: 7,
+                shared_blocks: 10 + 10 + 8,
             }
         );
-        assert_eq!(s.longest_prompt, 1000);
+        assert_eq!(WorkloadShape::of_workload(&w, 1024).shared_blocks, 0);
+        let f = memory_floor(&s, &cfg(1, 1));
+        assert_eq!(f.prompt_blocks, 28 * 4 + 5 * 8);
+        // 100 prompts of 4 billion tokens that all share one trace block: 62.5 M blocks each.
+        let rows: String = (0..100)
+            .map(|i| {
+                format!(
+                    "{{\"timestamp\":{i},\"input_length\":4000000000,\"output_length\":1,\"hash_ids\":[0]}}\n"
+                )
+            })
+            .collect();
+        let w = parse_trace(&rows, "huge.jsonl", 4_000_000_000).unwrap();
+        let f = memory_floor(&WorkloadShape::of_workload(&w, 64), &cfg(1, 1));
+        assert_eq!(f.prompt_blocks, 100 * 62_500_000 * 4 + 101 * 8);
+        assert_eq!(f.largest(), MemoryPart::PromptBlocks);
+        let e = check_workload_memory(&w, &cfg(1, 1), 8 << 30, |s, part| {
+            assert_eq!(s.shared_blocks, 100 * 62_500_000);
+            assert_eq!(part, MemoryPart::PromptBlocks);
+            "raise the block size"
+        })
+        .unwrap_err();
+        assert!(
+            e.contains("at least 23.3 GiB") && e.ends_with("raise the block size"),
+            "{e}"
+        );
+        let mut big_blocks = cfg(1, 1);
+        if let Topology::Aggregated { engine, .. } = &mut big_blocks.topology {
+            engine.block_size = 65536;
+        }
+        assert!(check_workload_memory(&w, &big_blocks, 8 << 30, |_, _| "").is_ok());
+        // The same prompts on distinct ids share nothing.
+        let rows: String = (0..100)
+            .map(|i| {
+                format!(
+                    "{{\"timestamp\":0,\"input_length\":4000000000,\"output_length\":1,\"hash_ids\":[{i}]}}\n"
+                )
+            })
+            .collect();
+        let w = parse_trace(&rows, "huge.jsonl", 4_000_000_000).unwrap();
+        assert_eq!(WorkloadShape::of_workload(&w, 64).shared_blocks, 0);
+        // Over budget by the quick bound only: counted, then accepted.
+        assert!(check_workload_memory(&w, &cfg(1, 1), 8 << 30, |_, _| "").is_ok());
     }
 
     #[test]

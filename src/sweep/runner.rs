@@ -374,25 +374,29 @@ struct Task {
     workload: usize,
 }
 
+/// Workload shapes by (workload, engine block size).
+type Shapes = HashMap<(usize, u32), WorkloadShape>;
+
 /// Moves the tasks whose simulation would not fit in `budget` bytes to `settled`, as `failed`
 /// with the reason. Tasks whose workload shape is not known yet stay.
 fn refuse_oversized(
     tasks: &mut Vec<Task>,
     settled: &mut Vec<PointRecord>,
-    shapes: &[Option<WorkloadShape>],
+    shapes: &Shapes,
     budget: u64,
 ) {
     let mut kept = Vec::with_capacity(tasks.len());
     for mut t in tasks.drain(..) {
-        if let Some(shape) = &shapes[t.workload] {
+        if let Some(shape) = shapes.get(&(t.workload, t.config.topology.block_size())) {
             let floor = memory_floor(shape, &t.config);
             let hint = match floor.largest() {
                 MemoryPart::Requests => {
                     "lower workload.request_count (or turns_per_session), or split the trace"
                 }
-                MemoryPart::Prompts => {
-                    "lower workload.input_tokens (or the trace's input lengths), or spread the \
-                     arrivals"
+                MemoryPart::PromptBlocks => {
+                    "lower workload.input_tokens or workload.shared_prefix_ratio (for a trace: \
+                     its shared prompts' input lengths or workload.trace_block_size), or raise \
+                     engine.block_size"
                 }
                 MemoryPart::Ranks => "use fewer workers or a smaller dp_size",
             };
@@ -532,13 +536,17 @@ pub(crate) fn run_with(
     // Points whose simulation cannot fit in memory fail with a message instead of being killed
     // by the OS: synthetic workloads are judged before they are generated, traces once loaded.
     let budget = memory_budget();
-    let mut shapes: Vec<Option<WorkloadShape>> = sources
+    let shapes: Shapes = sources
         .iter()
-        .map(|(src, _)| match src {
+        .enumerate()
+        .filter_map(|(i, (src, _))| match src {
             WorkloadSource::Synthetic {
                 spec: s,
                 block_size,
-            } => Some(WorkloadShape::of_synthetic(s, *block_size)),
+            } => Some((
+                (i, *block_size),
+                WorkloadShape::of_synthetic(s, *block_size),
+            )),
             WorkloadSource::Trace { .. } => None,
         })
         .collect();
@@ -585,10 +593,16 @@ pub(crate) fn run_with(
         for warning in &w.warnings {
             eprintln!("dynosim: warning: {warning}");
         }
-        if shapes[i].is_none() {
-            shapes[i] = Some(WorkloadShape::of_workload(&w));
-        }
         workloads.push(w);
+    }
+    // Loaded workloads are judged on their exact shareable prompt blocks, which depend on the
+    // engine block size: counted once per (workload, block size), before any is computed.
+    let mut shapes = Shapes::new();
+    for t in &tasks {
+        let bs = t.config.topology.block_size();
+        shapes
+            .entry((t.workload, bs))
+            .or_insert_with(|| WorkloadShape::of_workload(&workloads[t.workload], bs));
     }
     refuse_oversized(&mut tasks, &mut settled, &shapes, budget);
     let costs: Vec<u64> = workloads.iter().map(workload_cost).collect();

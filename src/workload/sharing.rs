@@ -34,65 +34,22 @@ pub struct PromptBlocks {
 
 impl PromptBlocks {
     pub fn new(w: &Workload, block_size: u32) -> Self {
-        let block_size = block_size.max(1);
-        let bs = block_size as u64;
-        let tbs = w.trace_block_size.max(1) as u64;
-        let trie = Trie::build(w);
-        // A block's content is fixed by the trie node of the trace block holding its last token
-        // (the id path up to it) and its index: each node owns the ids of the engine blocks
-        // that end inside its trace block, allocated the first time one of them is shared.
-        let mut node_base = vec![u32::MAX; trie.nodes.len()];
-        let mut next_id = 0u32;
         let mut starts = Vec::with_capacity(w.requests.len() + 1);
         let mut ids: Vec<u32> = Vec::new();
-        for (ri, r) in w.requests.iter().enumerate() {
-            starts.push(ids.len());
-            let full = r.input_length as u64 / bs;
-            for (b, &node) in trie.path(ri).iter().enumerate() {
-                // Engine blocks ending in trace block b: floor(b·tbs/bs) .. floor((b+1)·tbs/bs).
-                let first_j = b as u64 * tbs / bs;
-                let stop_j = ((b as u64 + 1) * tbs / bs).min(full);
-                if first_j >= full {
-                    break;
-                }
-                let n = &trie.nodes[node as usize];
-                let other = if n.top1_req == ri as u32 {
-                    n.top2
-                } else {
-                    n.top1
-                };
-                // Block j is shared while another request through this node holds its last
-                // token: (j + 1)·bs <= other.
-                let ok_j = (other as u64 / bs).min(stop_j);
-                if ok_j > first_j {
-                    let base = &mut node_base[node as usize];
-                    if *base == u32::MAX {
-                        let count = (b as u64 + 1) * tbs / bs - first_j;
-                        // Ids stay below u32::MAX (the pool's "absent" marker); a workload this
-                        // large cannot be held in memory anyway, so sharing simply stops there.
-                        let Some(top) = (next_id as u64)
-                            .checked_add(count)
-                            .filter(|&t| t < u32::MAX as u64)
-                        else {
-                            break;
-                        };
-                        *base = next_id;
-                        next_id = top as u32;
-                    }
-                    let base = *base;
-                    ids.extend((0..(ok_j - first_j) as u32).map(|k| base + k));
-                }
-                if ok_j < stop_j || stop_j == full {
-                    break;
-                }
+        let num_ids = for_each_shared_run(w, block_size, |r, base, n| {
+            while starts.len() <= r {
+                starts.push(ids.len());
             }
+            ids.extend(base..base + n);
+        });
+        while starts.len() <= w.requests.len() {
+            starts.push(ids.len());
         }
-        starts.push(ids.len());
         PromptBlocks {
-            block_size,
+            block_size: block_size.max(1),
             starts,
             ids,
-            num_ids: next_id,
+            num_ids,
         }
     }
 
@@ -136,6 +93,90 @@ impl PromptBlocks {
     pub fn heap_bytes(&self) -> usize {
         self.starts.capacity() * std::mem::size_of::<usize>() + self.ids.capacity() * 4
     }
+}
+
+/// How many ids [`PromptBlocks::new`] would store for `w` and `block_size` (the total of every
+/// request's shareable blocks), without allocating them. Exact: both walk the same trie.
+pub fn shared_block_count(w: &Workload, block_size: u32) -> u64 {
+    let mut count = 0u64;
+    for_each_shared_run(w, block_size, |_, _, n| count += u64::from(n));
+    count
+}
+
+/// An upper bound of [`shared_block_count`] in one pass over the requests, without the trie: a
+/// request can only share full blocks that its trace-block ids cover.
+pub fn shared_block_bound(w: &Workload, block_size: u32) -> u64 {
+    let bs = block_size.max(1) as u64;
+    let tbs = w.trace_block_size.max(1) as u64;
+    w.requests
+        .iter()
+        .map(|r| match r.content {
+            Content::Blocks { len, .. } => {
+                (r.input_length as u64 / bs).min(u64::from(len) * tbs / bs)
+            }
+            Content::Unique => 0,
+        })
+        .sum()
+}
+
+/// Walks the shareable blocks of every request in request order, calling `emit(r, base, n)` for
+/// each run of `n > 0` consecutive ids `base..base + n` of request `r` (in block order).
+/// Returns the number of distinct ids.
+fn for_each_shared_run(
+    w: &Workload,
+    block_size: u32,
+    mut emit: impl FnMut(usize, u32, u32),
+) -> u32 {
+    let bs = block_size.max(1) as u64;
+    let tbs = w.trace_block_size.max(1) as u64;
+    let trie = Trie::build(w);
+    // A block's content is fixed by the trie node of the trace block holding its last token
+    // (the id path up to it) and its index: each node owns the ids of the engine blocks that
+    // end inside its trace block, allocated the first time one of them is shared.
+    let mut node_base = vec![u32::MAX; trie.nodes.len()];
+    let mut next_id = 0u32;
+    for (ri, r) in w.requests.iter().enumerate() {
+        let full = r.input_length as u64 / bs;
+        for (b, &node) in trie.path(ri).iter().enumerate() {
+            // Engine blocks ending in trace block b: floor(b·tbs/bs) .. floor((b+1)·tbs/bs).
+            let first_j = b as u64 * tbs / bs;
+            let stop_j = ((b as u64 + 1) * tbs / bs).min(full);
+            if first_j >= full {
+                break;
+            }
+            let n = &trie.nodes[node as usize];
+            let other = if n.top1_req == ri as u32 {
+                n.top2
+            } else {
+                n.top1
+            };
+            // Block j is shared while another request through this node holds its last token:
+            // (j + 1)·bs <= other.
+            let ok_j = (other as u64 / bs).min(stop_j);
+            if ok_j > first_j {
+                let base = &mut node_base[node as usize];
+                if *base == u32::MAX {
+                    let count = (b as u64 + 1) * tbs / bs - first_j;
+                    // Ids stay below u32::MAX (the pool's "absent" marker); a workload this
+                    // large cannot be held in memory anyway, so sharing simply stops there.
+                    let Some(top) = (next_id as u64)
+                        .checked_add(count)
+                        .filter(|&t| t < u32::MAX as u64)
+                    else {
+                        break;
+                    };
+                    *base = next_id;
+                    next_id = top as u32;
+                }
+                // The node's ids number `count < u32::MAX`, so the run fits in u32.
+                emit(ri, *base, (ok_j - first_j) as u32);
+            }
+            if ok_j < stop_j || stop_j == full {
+                break;
+            }
+        }
+    }
+    next_id
 }
 
 const ROOT: u32 = u32::MAX;
@@ -212,7 +253,8 @@ impl Trie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::trace::parse_trace;
+    use crate::workload::synthetic::{generate, SyntheticArrival, SyntheticSpec};
+    use crate::workload::trace::{load_trace, parse_trace};
 
     fn shared_counts(w: &Workload, bs: u32) -> Vec<usize> {
         let p = PromptBlocks::new(w, bs);
@@ -266,9 +308,9 @@ mod tests {
         out
     }
 
-    #[test]
-    fn dense_ids_match_chained_hashes() {
-        // Prompts over a few ids, with lengths that cut trace and engine blocks anywhere.
+    /// The trace of `dense_ids_match_chained_hashes`: prompts over a few ids, with lengths that
+    /// cut trace and engine blocks anywhere.
+    fn random_trace() -> String {
         let mut text = String::new();
         let mut state = 12345u64;
         for i in 0..60 {
@@ -283,6 +325,12 @@ mod tests {
                 ids.join(",")
             ));
         }
+        text
+    }
+
+    #[test]
+    fn dense_ids_match_chained_hashes() {
+        let text = random_trace();
         for (tbs, bs) in [(20u32, 4u32), (20, 7), (20, 20), (20, 30), (16, 16)] {
             let w = parse_trace(&text, "t.jsonl", tbs).unwrap();
             let p = PromptBlocks::new(&w, bs);
@@ -312,5 +360,96 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn count_matches_the_stored_ids() {
+        let check = |w: &Workload, bs: u32, what: &str| {
+            let p = PromptBlocks::new(w, bs);
+            let count = shared_block_count(w, bs);
+            assert_eq!(count, p.ids.len() as u64, "{what}, block size {bs}");
+            assert!(
+                shared_block_bound(w, bs) >= count,
+                "{what}, block size {bs}"
+            );
+            assert_eq!(p.starts.len(), w.requests.len() + 1, "{what}");
+        };
+        let small = concat!(
+            "{\"timestamp\":0,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,2]}\n",
+            "{\"timestamp\":1,\"input_length\":700,\"output_length\":1,\"hash_ids\":[1,2]}\n",
+            "{\"timestamp\":2,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,3]}\n",
+            "{\"timestamp\":3,\"input_length\":512,\"output_length\":1,\"hash_ids\":[9]}\n",
+        );
+        let random = random_trace();
+        for bs in [1, 7, 16, 64, 512, 1024, 5000] {
+            check(&parse_trace(small, "t.jsonl", 512).unwrap(), bs, "small");
+            for tbs in [16, 20] {
+                check(&parse_trace(&random, "t.jsonl", tbs).unwrap(), bs, "random");
+            }
+        }
+        check(&Workload::default(), 64, "empty");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for (path, tbs) in [
+            ("data/mooncake_conversation_trace.jsonl.gz", 512),
+            ("tests/data/traces/conv_2k.jsonl.gz", 512),
+            ("tests/data/traces/sessions.jsonl.gz", 512),
+            ("tests/data/traces/sessions.jsonl.gz", 64),
+        ] {
+            let w = load_trace(&root.join(path), tbs).unwrap();
+            assert!(shared_block_count(&w, 64) > 0, "{path}");
+            for bs in [16, 64, 100, 512, 2048] {
+                check(&w, bs, path);
+            }
+        }
+        // Synthetic workloads: shared-prefix groups (some of one session), several turns.
+        for (count, turns, ratio, groups) in [
+            (10, 1, 0.5, 1),
+            (10, 1, 1.0, 3),
+            (7, 3, 0.3, 20),
+            (5, 2, 0.0, 0),
+            (1, 1, 0.9, 1),
+        ] {
+            let spec = SyntheticSpec {
+                input_tokens: 1000,
+                output_tokens: 1,
+                request_count: count,
+                arrival: SyntheticArrival::IntervalMs(1.0),
+                arrival_seed: 1,
+                turns_per_session: turns,
+                shared_prefix_ratio: ratio,
+                num_prefix_groups: groups,
+                inter_turn_delay_ms: 0.0,
+            };
+            for bs in [16, 64, 300] {
+                let w = generate(&spec, bs).unwrap();
+                check(&w, bs, &format!("{spec:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn count_of_an_enormous_shared_prefix_does_not_overflow() {
+        // 100 prompts of 4e9 tokens sharing one 4e9-token trace block: 62.5 M shared blocks each.
+        let rows: String = (0..100)
+            .map(|i| {
+                format!(
+                    "{{\"timestamp\":{i},\"input_length\":4000000000,\"output_length\":1,\"hash_ids\":[0]}}\n"
+                )
+            })
+            .collect();
+        let w = parse_trace(&rows, "t.jsonl", 4_000_000_000).unwrap();
+        assert_eq!(shared_block_count(&w, 64), 100 * 62_500_000);
+        assert_eq!(shared_block_bound(&w, 64), 100 * 62_500_000);
+        assert_eq!(shared_block_count(&w, 1), 100 * 4_000_000_000);
+        // Two groups of one-token blocks: the second group's 4e9 ids would reach u32::MAX, so
+        // its sharing stops at once, as in `PromptBlocks::new`.
+        let two: String = rows
+            .lines()
+            .enumerate()
+            .map(|(i, l)| format!("{}\n", l.replace("[0]", &format!("[{}]", i % 2))))
+            .collect();
+        let w2 = parse_trace(&two, "t.jsonl", 4_000_000_000).unwrap();
+        assert_eq!(shared_block_count(&w2, 1), 50 * 4_000_000_000);
+        assert_eq!(shared_block_count(&w2, 2), 100 * 2_000_000_000);
     }
 }
