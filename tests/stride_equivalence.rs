@@ -22,8 +22,18 @@ fn check(args: &str) {
     let mut plan = dynosim::run::plan(&run).unwrap();
     plan.sim.record_requests = true;
     let workload = plan.workload.load(plan.sim.topology.block_size()).unwrap();
-    let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true }).unwrap();
-    let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false }).unwrap();
+    let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true });
+    let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false });
+    // A configuration that dead-ends (as the reference does, e.g. a preempted request that
+    // outgrew its pool) must dead-end identically on both paths.
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(ea), Err(eb)) => {
+            assert_eq!(ea.0, eb.0, "dead ends differ: {args}");
+            return;
+        }
+        (a, b) => panic!("one path failed: {args}: {:?} / {:?}", a.err(), b.err()),
+    };
     let strip = |r: &dynosim::report::Report| {
         let mut f = r.fields.clone();
         for k in HOST_KEYS {
@@ -130,10 +140,14 @@ fn synthetic_open_loop_dp_ranks_and_speedups() {
 /// way, and with a KV router the stride stops before evicting a block the router knows of.
 #[test]
 fn strides_across_block_boundaries_on_full_pools() {
-    check(&format!(
+    // Dead-ends at ~3560 s (as DynoSim does: a preempted request outgrows its pool): capped
+    // before, so whole reports are compared; the dead end itself is compared below.
+    let tight = format!(
         "{C2K} --num-workers 2 --router-mode kv_router \
          --extra-engine-args '{{\"block_size\":16,\"num_gpu_blocks\":2500}}'"
-    ));
+    );
+    check(&format!("{tight} --max-sim-time-seconds 3000"));
+    check(&tight);
     check(
         "--input-tokens 3000 --output-tokens 400 --request-count 150 --request-rate 20 \
          --shared-prefix-ratio 0.6 --num-prefix-groups 4 --num-workers 2 --router-mode kv_router \
@@ -142,10 +156,12 @@ fn strides_across_block_boundaries_on_full_pools() {
     check(&format!(
         "{C2K} --num-workers 3 --extra-engine-args '{{\"block_size\":8,\"num_gpu_blocks\":6000}}'"
     ));
-    // Prefill workers' hidden tokens (zero-time passes applied at once) on a small pool.
+    // Prefill workers' hidden tokens (zero-time passes applied at once) on a small pool, capped
+    // before the dead end these reach at ~670 s (as DynoSim's runs do).
     for router in ["kv_router", "round_robin"] {
         check(&format!(
             "{C2K} --router-mode {router} --num-prefill-workers 2 --num-decode-workers 2 \
+             --max-sim-time-seconds 600 \
              --prefill-engine-args '{{\"block_size\":16,\"worker_type\":\"prefill\",\"num_gpu_blocks\":3000}}' \
              --decode-engine-args '{{\"block_size\":16,\"worker_type\":\"decode\",\"num_gpu_blocks\":20000}}'"
         ));

@@ -102,6 +102,9 @@ pub struct Engine<M: LatencyModel> {
     held: Vec<(u32, u32)>,
     /// Blocks allocated per pass of a stride being planned.
     scratch_allocs: Vec<u32>,
+    /// Hand-offs are waiting for KV capacity on this (decode) engine: admission then takes
+    /// only prebuilt sequences, wherever they are in the waiting queue.
+    pending_destinations: bool,
 }
 
 impl<M: LatencyModel> Engine<M> {
@@ -119,6 +122,7 @@ impl<M: LatencyModel> Engine<M> {
             pass_no: 0,
             held: Vec::new(),
             scratch_allocs: Vec::new(),
+            pending_destinations: false,
         }
     }
 
@@ -237,6 +241,11 @@ impl<M: LatencyModel> Engine<M> {
             seq: s,
             hit_tokens: (hits * bs).min(input),
         })
+    }
+
+    /// Whether hand-offs are waiting for KV capacity on this engine (see `pending_destinations`).
+    pub fn set_pending_destinations(&mut self, pending: bool) {
+        self.pending_destinations = pending;
     }
 
     /// Makes a reserved hand-off schedulable (queued for admission).
@@ -646,7 +655,13 @@ impl<M: LatencyModel> Engine<M> {
                 Some(&mut pos),
                 &mut preempted,
             ) {
-                Sched::Scheduled | Sched::Idle => i = pos + 1,
+                Sched::Scheduled => {
+                    // Computed tokens are progress even when the pass takes no time (a decode
+                    // worker recomputing a preempted prompt, chunk by chunk).
+                    out.progressed = true;
+                    i = pos + 1;
+                }
+                Sched::Idle => i = pos + 1,
                 Sched::Blocked => break,
             }
         }
@@ -655,9 +670,22 @@ impl<M: LatencyModel> Engine<M> {
         let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
         if preempted == 0 {
             while (self.running.len() as u64) < max_seqs && budget > 0 {
-                let Some(&s) = self.waiting.front() else {
+                // While hand-offs wait for capacity here, only prebuilt sequences (their KV
+                // already reserved) are admitted, in queue order; a sequence needing fresh KV
+                // (e.g. a preempted one at the head) does not hold them back.
+                let pos = if self.pending_destinations {
+                    self.waiting
+                        .iter()
+                        .position(|&s| self.seqs[s as usize].prebuilt)
+                } else if self.waiting.is_empty() {
+                    None
+                } else {
+                    Some(0)
+                };
+                let Some(pos) = pos else {
                     break;
                 };
+                let s = self.waiting[pos];
                 let req = self.seqs[s as usize].req;
                 let len = self.seq_len(s);
                 let known_blocks = len.div_ceil(bs);
@@ -666,8 +694,13 @@ impl<M: LatencyModel> Engine<M> {
                     .args
                     .max_model_len
                     .is_some_and(|m| self.seqs[s as usize].input as u64 >= m);
-                if !prebuilt && (known_blocks > self.pool.capacity() || too_long) {
-                    self.waiting.pop_front();
+                // Only a fresh request is refused for a pool it cannot fit (the reference's
+                // `is_fresh` test); a preempted one (`exposed`) that has outgrown the pool waits
+                // at the head for good, as in the reference.
+                let fresh = !self.seqs[s as usize].exposed;
+                let oversized = fresh && known_blocks > self.pool.capacity();
+                if !prebuilt && (oversized || too_long) {
+                    self.waiting.remove(pos);
                     out.rejected.push(req);
                     out.progressed = true;
                     self.free_seq(s);
@@ -710,7 +743,7 @@ impl<M: LatencyModel> Engine<M> {
                     }
                     break;
                 }
-                self.waiting.pop_front();
+                self.waiting.remove(pos);
                 let seq = &mut self.seqs[s as usize];
                 // A hand-off's prompt was computed elsewhere: it reports no reuse here.
                 let reused = if seq.prebuilt {

@@ -442,8 +442,10 @@ impl<'w> Sim<'w> {
         let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
         SimError(format!(
             "simulation cannot make progress at t={:.3} ms: worker {wi} has {waiting} queued \
-             request(s) that can never be scheduled (check max_num_batched_tokens with \
-             enable_chunked_prefill=false, and num_gpu_blocks)",
+             request(s) that can never be scheduled (DynoSim stops the same way): a preempted \
+             request that has grown larger than the KV pool, or a prompt larger than \
+             max_num_batched_tokens with enable_chunked_prefill=false; raise num_gpu_blocks \
+             or max_num_batched_tokens, or cap the run with --max-sim-time-seconds",
             self.now
         ))
     }
@@ -692,6 +694,10 @@ impl<'w> Sim<'w> {
         let worker = &mut self.workers[wi];
         let mut dur = 0.0f64;
         let mut progressed = false;
+        if worker.role == Role::Decode {
+            let pending = !worker.pending_reservations.is_empty();
+            worker.ranks[0].set_pending_destinations(pending);
+        }
         for (rank, engine) in worker.ranks.iter_mut().enumerate() {
             let out = &mut worker.outputs[rank];
             if engine.has_work() {
@@ -841,6 +847,8 @@ impl<'w> Sim<'w> {
         self.workers[wi as usize]
             .pending_reservations
             .push_back(req);
+        // A waiting hand-off changes what the worker admits (prebuilt sequences only).
+        self.workers[wi as usize].stalled = false;
         // A busy decode worker takes hand-offs when its pass ends.
         if !self.workers[wi as usize].busy {
             self.retry_reservations(wi as usize);
