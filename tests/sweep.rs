@@ -266,6 +266,77 @@ grid:
     assert_eq!(a, b);
 }
 
+/// Points over one trace with different engine block sizes share the workload's prompt-block
+/// analysis per block size: each must still equal `dynosim run` of the same configuration.
+#[test]
+fn trace_points_with_different_block_sizes_equal_dynosim_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/conv_2k.jsonl.gz"
+    );
+    let spec = write_spec(
+        dir.path(),
+        &format!(
+            "workload: {{trace: {trace}}}\nnum_workers: 3\nrouter_mode: kv_router\n\
+             grid:\n  engine.block_size: [32, 64, 32]\n  seed: [7]\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    dynosim()
+        .args([
+            "sweep",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .assert()
+        .code(0);
+    let board: Value = serde_json::from_str(&read(out.join("leaderboard.json"))).unwrap();
+    let rows = board["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let host = [
+        "wall_time_ms",
+        "processed_tokens_per_s",
+        "processed_output_tokens_per_s",
+        "output_throughput_tok_s_per_gpu",
+    ];
+    let strip = |m: &serde_json::Map<String, Value>| -> BTreeMap<String, Value> {
+        m.iter()
+            .filter(|(k, _)| !host.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    for row in rows {
+        let bs = row["parameters"]["engine.block_size"].as_u64().unwrap();
+        let report_path = dir.path().join(format!("run{}.json", row["point"]));
+        dynosim()
+            .args([
+                "run",
+                trace,
+                "--num-workers",
+                "3",
+                "--router-mode",
+                "kv_router",
+                "--seed",
+                "7",
+                "--extra-engine-args",
+                &format!(r#"{{"block_size": {bs}}}"#),
+                "--report-json",
+                report_path.to_str().unwrap(),
+            ])
+            .assert()
+            .code(0);
+        let run_report: Value = serde_json::from_str(&read(&report_path)).unwrap();
+        assert_eq!(
+            strip(row["report"].as_object().unwrap()),
+            strip(run_report.as_object().unwrap()),
+            "block size {bs}"
+        );
+    }
+}
+
 /// A grid long enough to interrupt: 24 points run one at a time.
 const LONG_SPEC: &str = r#"
 workload: {input_tokens: 1024, output_tokens: 64, request_count: 400, request_rate: 100}
