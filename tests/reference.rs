@@ -212,3 +212,89 @@ fn console_table_matches_the_reference_layout() {
     let b: Vec<&str> = reference.lines().filter(keep).collect();
     assert_eq!(a, b);
 }
+
+/// Per-request hand-off timeline of a disaggregated round-robin run with a KV-transfer delay
+/// (`destination_missing`, 1 prefill and 3 decode workers) against DynoSim's own
+/// `--report-jsonl` records (trimmed to the fields below): one destination reservation per
+/// attempt, activation and source release deferred while the worker is busy, transferred blocks
+/// counted whole. Every timestamp matches within a microsecond.
+#[test]
+fn disaggregated_hand_off_records_match_the_reference() {
+    use std::collections::HashMap;
+    use std::io::Read;
+    const FIELDS: &[&str] = &[
+        "source_held_ms",
+        "destination_reserved_ms",
+        "destination_activated_ms",
+        "source_released_ms",
+        "first_token_ms",
+        "last_token_ms",
+    ];
+    let name = "c2k_disagg_1p3d_xfer_missing_rr";
+    let dir = root().join("tests/data/reference/extra");
+    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let args = cases
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('\t'))
+        .expect("case listed in cases.tsv")
+        .replace(
+            "TRACES",
+            &root().join("tests/data/traces").display().to_string(),
+        );
+    let tmp = tempfile::tempdir().unwrap();
+    let jsonl = tmp.path().join("requests.jsonl");
+    run(
+        &format!("{args} --report-jsonl '{}'", jsonl.display()),
+        tmp.path(),
+    );
+    // Requests are told apart by (arrival, input length, output length); ambiguous keys skipped.
+    let key = |r: &Value| {
+        format!(
+            "{:.3}/{}/{}",
+            r["arrival_time_ms"].as_f64().unwrap(),
+            r["input_length"],
+            r["requested_output_length"]
+        )
+    };
+    let index = |text: &str| {
+        let mut m: HashMap<String, Vec<Value>> = HashMap::new();
+        for l in text.lines().filter(|l| !l.is_empty()) {
+            let r: Value = serde_json::from_str(l).unwrap();
+            m.entry(key(&r)).or_default().push(r);
+        }
+        m
+    };
+    let ours = index(&std::fs::read_to_string(&jsonl).unwrap());
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(dir.join(format!("{name}.records.jsonl.gz"))).unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let reference = index(&text);
+    assert_eq!(ours.len(), reference.len());
+    let (mut checked, mut bad) = (0, Vec::new());
+    for (k, refs) in &reference {
+        let Some(o) = ours.get(k) else {
+            bad.push(format!("{k}: missing"));
+            continue;
+        };
+        if refs.len() != 1 || o.len() != 1 {
+            continue;
+        }
+        for f in FIELDS {
+            let (a, b) = (o[0][f].as_f64().unwrap(), refs[0][f].as_f64().unwrap());
+            if (a - b).abs() > 1e-3 {
+                bad.push(format!("{k} {f}: ours {a:.4} reference {b:.4}"));
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 1990, "only {checked} requests compared");
+    assert!(
+        bad.is_empty(),
+        "{} differences, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
+}

@@ -74,8 +74,10 @@ impl PassOutput {
 #[derive(Debug, Clone, Copy)]
 pub struct Reservation {
     pub seq: u32,
-    /// Prompt tokens already present on this engine before the reservation.
-    pub hit_tokens: u32,
+    /// Prompt tokens to transfer in `destination_missing` timing: the blocks not present on
+    /// this engine, counted whole (a partial last block as `block_size` tokens), as DynoSim's
+    /// `transferable_prompt_tokens` does.
+    pub missing_tokens: u32,
 }
 
 #[derive(Debug)]
@@ -196,8 +198,8 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Reserves the full prompt of a request handed over from a prefill engine: prompt blocks
-    /// present here are taken as hits, the rest allocated (and registered as they are full).
-    /// Returns `None` when the pool cannot hold it now.
+    /// present here are taken as hits, capacity for the rest is set aside (private blocks until
+    /// [`Engine::activate`] fills them). Returns `None` when the pool cannot hold it now.
     pub fn reserve_prebuilt(
         &mut self,
         req: u32,
@@ -207,18 +209,7 @@ impl<M: LatencyModel> Engine<M> {
         prompt: &[u32],
     ) -> Option<Reservation> {
         let bs = self.block_size;
-        let total_blocks = input.div_ceil(bs);
-        let m = if self.args.enable_prefix_caching {
-            self.pool.match_prefix(prompt)
-        } else {
-            PrefixMatch::default()
-        };
-        let hits = m.blocks;
-        let inactive_hits = hits - m.active_blocks;
-        let fresh = total_blocks - hits;
-        if fresh + inactive_hits > self.pool.available() {
-            return None;
-        }
+        let (hits, fresh) = self.reservation_fit(input, prompt)?;
         let s = self.new_seq(req, uuid, input, max_output);
         let mut slots = std::mem::take(&mut self.seqs[s as usize].slots);
         for h in &prompt[..hits as usize] {
@@ -233,14 +224,43 @@ impl<M: LatencyModel> Engine<M> {
         seq.registered = hits;
         seq.tail = fresh;
         seq.shared = prompt.len() as u32;
-        self.register_full_blocks(s, input / bs, prompt);
-        let seq = &mut self.seqs[s as usize];
+        // The transferred blocks are not registered yet: like DynoSim 1.4.2 (its vLLM backend's
+        // `reserve_destination_at` pins the resident prefix and reserves fresh capacity only;
+        // `activate_destination` caches the blocks), another reservation made before this one
+        // is activated cannot hit them and gets its own copies.
         seq.num_computed = input;
         seq.prebuilt = true;
         Some(Reservation {
             seq: s,
-            hit_tokens: (hits * bs).min(input),
+            missing_tokens: fresh * bs,
         })
+    }
+
+    /// (prefix hits, fresh blocks) of a reservation of a prompt of `input` tokens with content
+    /// ids `prompt`, or `None` when the pool cannot hold it now.
+    fn reservation_fit(&self, input: u32, prompt: &[u32]) -> Option<(u32, u32)> {
+        let total_blocks = input.div_ceil(self.block_size);
+        let m = if self.args.enable_prefix_caching {
+            self.pool.match_prefix(prompt)
+        } else {
+            PrefixMatch::default()
+        };
+        let hits = m.blocks;
+        let inactive_hits = hits - m.active_blocks;
+        let fresh = total_blocks - hits;
+        (fresh + inactive_hits <= self.pool.available()).then_some((hits, fresh))
+    }
+
+    /// Whether [`Engine::reserve_prebuilt`] would succeed now (running batch not full and room
+    /// in the pool).
+    pub fn can_reserve(&self, input: u32, prompt: &[u32]) -> bool {
+        !self.running_full() && self.reservation_fit(input, prompt).is_some()
+    }
+
+    /// Whether the running batch is full (`max_num_seqs`): DynoSim then makes no destination
+    /// reservation on this engine.
+    pub fn running_full(&self) -> bool {
+        self.running.len() as u64 >= self.args.max_num_seqs.unwrap_or(u64::MAX)
     }
 
     /// Whether hand-offs are waiting for KV capacity on this engine (see `pending_destinations`).
@@ -248,8 +268,12 @@ impl<M: LatencyModel> Engine<M> {
         self.pending_destinations = pending;
     }
 
-    /// Makes a reserved hand-off schedulable (queued for admission).
-    pub fn activate(&mut self, seq: u32) {
+    /// Makes a reserved hand-off schedulable (queued for admission): its transferred full
+    /// blocks become cached (duplicate copies where another sequence registered the same
+    /// content meanwhile), as DynoSim's `activate_destination` commits them.
+    pub fn activate(&mut self, seq: u32, prompt: &[u32]) {
+        let full = self.seqs[seq as usize].input / self.block_size;
+        self.register_full_blocks(seq, full, prompt);
         self.waiting.push_back(seq);
     }
 

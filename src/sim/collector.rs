@@ -36,6 +36,7 @@ struct Rec {
     source_held: Option<f64>,
     destination_reserved: Option<f64>,
     destination_activated: Option<f64>,
+    source_released: Option<f64>,
 }
 
 pub struct Collector {
@@ -102,6 +103,10 @@ impl Collector {
 
     pub fn destination_activated(&mut self, req: u32, now: f64) {
         self.recs[req as usize].destination_activated = Some(now);
+    }
+
+    pub fn source_released(&mut self, req: u32, now: f64) {
+        self.recs[req as usize].source_released = Some(now);
     }
 
     /// A visible output token at `now`; `n` is the count generated so far (1 = first).
@@ -227,7 +232,7 @@ impl Collector {
                     } else {
                         r.first_admit
                     },
-                    source_released_ms: r.destination_activated,
+                    source_released_ms: r.source_released,
                     decode_reused_input_tokens: if disagg { Some(0) } else { None },
                     prefill_route_overlap_tokens: r.prefill_overlap,
                     decode_route_overlap_tokens: r.decode_overlap,

@@ -93,6 +93,10 @@ struct Worker {
     stride_ends: Vec<f64>,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
+    /// Hand-off steps that reached this worker while it was busy, applied in order when its
+    /// pass ends (DynoSim defers them the same way): destination activations on a decode
+    /// worker, source releases on a prefill worker.
+    deferred: Vec<u32>,
 }
 
 /// Routing state of one pool.
@@ -251,6 +255,7 @@ impl<'w> Sim<'w> {
                     stride_passes: 0,
                     stride_ends: Vec::new(),
                     pending_reservations: Default::default(),
+                    deferred: Vec::new(),
                 });
             }
             let router = match router_cfg {
@@ -604,6 +609,15 @@ impl<'w> Sim<'w> {
         if worker.ranks.len() != 1 {
             return false;
         }
+        // Each pass end makes one reservation attempt for a waiting hand-off: passes run one by
+        // one while the oldest could be reserved. (One that does not fit now cannot fit before
+        // the stride ends: its passes complete nothing and only take blocks.)
+        if let Some(&req) = worker.pending_reservations.front() {
+            let input = self.w.requests[req as usize].input_length;
+            if worker.ranks[0].can_reserve(input, self.prompts.of(req)) {
+                return false;
+            }
+        }
         let mut ends = std::mem::take(&mut worker.stride_ends);
         let Some(_) = worker.ranks[0].plan_stride(u32::MAX, &mut ends) else {
             worker.stride_ends = ends;
@@ -770,6 +784,13 @@ impl<'w> Sim<'w> {
         let role = self.workers[wi].role;
         let p = self.pool_of_worker(wi);
         let mut load_changed = false;
+        if role == Role::Prefill && !self.workers[wi].deferred.is_empty() {
+            // Source releases that waited for this pass to end (before its own hand-offs).
+            let deferred = std::mem::take(&mut self.workers[wi].deferred);
+            for req in deferred {
+                self.release_source(req, wi);
+            }
+        }
         for rank in 0..self.workers[wi].ranks.len() {
             let out = std::mem::take(&mut self.workers[wi].outputs[rank]);
             for &(req, n) in &out.emitted {
@@ -810,7 +831,15 @@ impl<'w> Sim<'w> {
             self.workers[wi].outputs[rank] = out;
         }
         if role == Role::Decode {
+            // DynoSim's order at a pass end: one reservation attempt, then the activations that
+            // waited for the pass (each of which retries a reservation).
             self.retry_reservations(wi);
+            if !self.workers[wi].deferred.is_empty() {
+                let deferred = std::mem::take(&mut self.workers[wi].deferred);
+                for req in deferred {
+                    self.activate_now(req);
+                }
+            }
         }
         if load_changed {
             self.drain_queue(p);
@@ -857,10 +886,18 @@ impl<'w> Sim<'w> {
         }
     }
 
+    /// Tries to reserve the KV of the oldest hand-off waiting on decode worker `wi` (an idle
+    /// one). Like DynoSim 1.4.2 (`retry_pending_destinations_at`), one reservation per attempt:
+    /// attempts are made when a hand-off arrives at an idle worker, when a pass ends, and when a
+    /// destination is activated, so with no transfer delay the next reservation sees the blocks
+    /// of the one just activated; none while the running batch is full.
     fn retry_reservations(&mut self, wi: usize) {
-        while let Some(&req) = self.workers[wi].pending_reservations.front() {
+        if let Some(&req) = self.workers[wi].pending_reservations.front() {
             let r = &self.w.requests[req as usize];
             let engine = &mut self.workers[wi].ranks[0];
+            if engine.running_full() {
+                return;
+            }
             let Some(res) = engine.reserve_prebuilt(
                 req,
                 r.uuid,
@@ -877,7 +914,7 @@ impl<'w> Sim<'w> {
                 Some((ms_per_token, mode)) => {
                     let tokens = match mode {
                         KvTransferTimingMode::FullPrompt => r.input_length,
-                        KvTransferTimingMode::DestinationMissing => r.input_length - res.hit_tokens,
+                        KvTransferTimingMode::DestinationMissing => res.missing_tokens,
                     };
                     tokens as f64 * ms_per_token
                 }
@@ -887,17 +924,43 @@ impl<'w> Sim<'w> {
         }
     }
 
+    /// The KV transfer of a hand-off is complete. DynoSim activates the destination only on an
+    /// idle decode worker: a busy one takes it when its pass ends.
     fn activate_handoff(&mut self, req: u32) {
+        let dw = self.handoffs[req as usize].decode_worker as usize;
+        if self.workers[dw].busy {
+            self.workers[dw].deferred.push(req);
+            // A running stride stops at the next pass boundary, where the activation applies.
+            self.interrupt_stride(dw);
+            return;
+        }
+        self.activate_now(req);
+    }
+
+    /// Activates a hand-off on its (idle) decode worker, then releases the source KV (deferred
+    /// to the end of the prefill worker's pass if it is busy) and retries a reservation.
+    fn activate_now(&mut self, req: u32) {
         let h = self.handoffs[req as usize];
+        let dw = h.decode_worker as usize;
+        self.workers[dw].ranks[0].activate(h.seq, self.prompts.of(req));
+        self.workers[dw].stalled = false;
+        self.col.destination_activated(req, self.now);
         let target = self.target_of[req as usize];
         let prefill_pool = &self.pools[0];
-        let pw = prefill_pool.first_worker + target / prefill_pool.dp;
-        self.workers[pw as usize].ranks[0].release_held(req);
-        self.workers[pw as usize].stalled = false;
-        self.workers[h.decode_worker as usize].ranks[0].activate(h.seq);
-        self.workers[h.decode_worker as usize].stalled = false;
-        self.interrupt_stride(h.decode_worker as usize);
-        self.col.destination_activated(req, self.now);
+        let pw = (prefill_pool.first_worker + target / prefill_pool.dp) as usize;
+        if self.workers[pw].busy {
+            self.workers[pw].deferred.push(req);
+        } else {
+            self.release_source(req, pw);
+        }
+        self.retry_reservations(dw);
+    }
+
+    /// Frees the KV a prefill worker held for a hand-off.
+    fn release_source(&mut self, req: u32, pw: usize) {
+        self.workers[pw].ranks[0].release_held(req);
+        self.workers[pw].stalled = false;
+        self.col.source_released(req, self.now);
     }
 
     fn finish(self, wall_ms: f64) -> SimOutput {
