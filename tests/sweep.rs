@@ -49,6 +49,35 @@ fn csv_rows(text: &str) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
+/// Runs `dynosim sweep SPEC -o OUT --quiet` (expecting success) and returns its leaderboard.json.
+fn sweep_board(spec: &Path, out: &Path) -> Value {
+    dynosim()
+        .args([
+            "sweep",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .assert()
+        .code(0);
+    serde_json::from_str(&read(out.join("leaderboard.json"))).unwrap()
+}
+
+/// A report without the fields that depend on the host's clock or on the point's GPU count.
+fn comparable(m: &serde_json::Map<String, Value>) -> BTreeMap<String, Value> {
+    const HOST: &[&str] = &[
+        "wall_time_ms",
+        "processed_tokens_per_s",
+        "processed_output_tokens_per_s",
+        "output_throughput_tok_s_per_gpu",
+    ];
+    m.iter()
+        .filter(|(k, _)| !HOST.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 #[test]
 
 fn every_status_and_ranking_end_to_end() {
@@ -202,18 +231,7 @@ grid:
     - {num_workers: 2, router_mode: kv_router, router.overlap_score_weight: 0.5}
 "#,
     );
-    let out = dir.path().join("out");
-    dynosim()
-        .args([
-            "sweep",
-            spec.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .assert()
-        .code(0);
-    let board: Value = serde_json::from_str(&read(out.join("leaderboard.json"))).unwrap();
+    let board = sweep_board(&spec, &dir.path().join("out"));
     let sweep_report = board["rows"][0]["report"].as_object().unwrap().clone();
     let report_path = dir.path().join("run.json");
     dynosim()
@@ -247,21 +265,8 @@ grid:
         .assert()
         .code(0);
     let run_report: Value = serde_json::from_str(&read(&report_path)).unwrap();
-    let host = [
-        "wall_time_ms",
-        "processed_tokens_per_s",
-        "processed_output_tokens_per_s",
-    ];
-    let strip = |m: &serde_json::Map<String, Value>| -> BTreeMap<String, Value> {
-        m.iter()
-            .filter(|(k, _)| {
-                !host.contains(&k.as_str()) && k.as_str() != "output_throughput_tok_s_per_gpu"
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    };
-    let a = strip(&sweep_report);
-    let b = strip(run_report.as_object().unwrap());
+    let a = comparable(&sweep_report);
+    let b = comparable(run_report.as_object().unwrap());
     assert!(a.contains_key("goodput_request_throughput_rps"));
     assert_eq!(a, b);
 }
@@ -282,32 +287,9 @@ fn trace_points_with_different_block_sizes_equal_dynosim_run() {
              grid:\n  engine.block_size: [32, 64, 32]\n  seed: [7]\n"
         ),
     );
-    let out = dir.path().join("out");
-    dynosim()
-        .args([
-            "sweep",
-            spec.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .assert()
-        .code(0);
-    let board: Value = serde_json::from_str(&read(out.join("leaderboard.json"))).unwrap();
+    let board = sweep_board(&spec, &dir.path().join("out"));
     let rows = board["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
-    let host = [
-        "wall_time_ms",
-        "processed_tokens_per_s",
-        "processed_output_tokens_per_s",
-        "output_throughput_tok_s_per_gpu",
-    ];
-    let strip = |m: &serde_json::Map<String, Value>| -> BTreeMap<String, Value> {
-        m.iter()
-            .filter(|(k, _)| !host.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    };
     for row in rows {
         let bs = row["parameters"]["engine.block_size"].as_u64().unwrap();
         let report_path = dir.path().join(format!("run{}.json", row["point"]));
@@ -330,8 +312,8 @@ fn trace_points_with_different_block_sizes_equal_dynosim_run() {
             .code(0);
         let run_report: Value = serde_json::from_str(&read(&report_path)).unwrap();
         assert_eq!(
-            strip(row["report"].as_object().unwrap()),
-            strip(run_report.as_object().unwrap()),
+            comparable(row["report"].as_object().unwrap()),
+            comparable(run_report.as_object().unwrap()),
             "block size {bs}"
         );
     }
