@@ -88,11 +88,6 @@ impl PromptBlocks {
         p.num_ids = p.ids.iter().map(|&i| i + 1).max().unwrap_or(0);
         p
     }
-
-    /// Bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.starts.capacity() * std::mem::size_of::<usize>() + self.ids.capacity() * 4
-    }
 }
 
 /// How many ids [`PromptBlocks::new`] would store for `w` and `block_size` (the total of every
