@@ -213,13 +213,24 @@ fn console_table_matches_the_reference_layout() {
     assert_eq!(a, b);
 }
 
-/// Per-request hand-off timeline of a disaggregated round-robin run with a KV-transfer delay
-/// (`destination_missing`, 1 prefill and 3 decode workers) against DynoSim's own
-/// `--report-jsonl` records (trimmed to the fields below): one destination reservation per
-/// attempt, activation and source release deferred while the worker is busy, transferred blocks
-/// counted whole. Every timestamp matches within a microsecond.
+/// Per-request hand-off timelines of disaggregated round-robin runs with a KV-transfer delay
+/// against DynoSim's own `--report-jsonl` records (trimmed to the fields below): 1 prefill and 3
+/// decode workers (one destination reservation per attempt, activation and source release
+/// deferred while the worker is busy, transferred blocks counted whole), and 2 + 2 workers with
+/// a small decode pool (hand-offs wait for KV, preempted sequences recompute, a decode worker
+/// admits a prebuilt sequence even when a recompute took its whole token budget). Every
+/// timestamp matches within a microsecond.
 #[test]
 fn disaggregated_hand_off_records_match_the_reference() {
+    for name in [
+        "c2k_disagg_1p3d_xfer_missing_rr",
+        "c2k_disagg_2p2d_xfer_missing_dec5000_cap900_rr",
+    ] {
+        hand_off_records_match(name);
+    }
+}
+
+fn hand_off_records_match(name: &str) {
     use std::collections::HashMap;
     use std::io::Read;
     const FIELDS: &[&str] = &[
@@ -230,7 +241,6 @@ fn disaggregated_hand_off_records_match_the_reference() {
         "first_token_ms",
         "last_token_ms",
     ];
-    let name = "c2k_disagg_1p3d_xfer_missing_rr";
     let dir = root().join("tests/data/reference/extra");
     let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
     let args = cases
@@ -290,10 +300,10 @@ fn disaggregated_hand_off_records_match_the_reference() {
         }
         checked += 1;
     }
-    assert!(checked >= 1990, "only {checked} requests compared");
+    assert!(checked >= 1990, "{name}: only {checked} requests compared");
     assert!(
         bad.is_empty(),
-        "{} differences, first: {:?}",
+        "{name}: {} differences, first: {:?}",
         bad.len(),
         &bad[..bad.len().min(5)]
     );
