@@ -218,13 +218,16 @@ fn console_table_matches_the_reference_layout() {
 /// decode workers (one destination reservation per attempt, activation and source release
 /// deferred while the worker is busy, transferred blocks counted whole), and 2 + 2 workers with
 /// a small decode pool (hand-offs wait for KV, preempted sequences recompute, a decode worker
-/// admits a prebuilt sequence even when a recompute took its whole token budget). Every
-/// timestamp matches within a microsecond.
+/// admits a prebuilt sequence even when a recompute took its whole token budget), and 1 + 2 with
+/// a small decode pool and token budget (prefix hits on the oldest copy of a block even when a
+/// duplicate is in use; a zero-time pass that changed nothing triggers no reservation attempt).
+/// Every timestamp matches within a microsecond.
 #[test]
 fn disaggregated_hand_off_records_match_the_reference() {
     for name in [
         "c2k_disagg_1p3d_xfer_missing_rr",
         "c2k_disagg_2p2d_xfer_missing_dec5000_cap900_rr",
+        "c2k_disagg_1p2d_xfer_full_dec2500_cap900_rr",
     ] {
         hand_off_records_match(name);
     }
@@ -300,7 +303,11 @@ fn hand_off_records_match(name: &str) {
         }
         checked += 1;
     }
-    assert!(checked >= 1990, "{name}: only {checked} requests compared");
+    assert!(
+        checked + 10 >= reference.len(),
+        "{name}: only {checked} of {} requests compared",
+        reference.len()
+    );
     assert!(
         bad.is_empty(),
         "{name}: {} differences, first: {:?}",

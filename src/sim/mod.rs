@@ -580,6 +580,13 @@ impl<'w> Sim<'w> {
                 self.push_pass_end(wi, end);
                 return Ok(());
             }
+            if self.workers[wi].stalled {
+                // A zero-time pass that changed nothing does not complete in DynoSim 1.4.2 (its
+                // offline engine component schedules a completion only for a pass that made
+                // progress): nothing happens at its end, in particular no reservation attempt.
+                self.workers[wi].busy = false;
+                return Ok(());
+            }
             self.pass_end(wi)?;
             if self.workers[wi].stalled || !self.worker_has_work(wi) {
                 return Ok(());
