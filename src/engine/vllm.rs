@@ -775,12 +775,9 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 self.waiting.remove(pos);
                 let seq = &mut self.seqs[s as usize];
-                // A hand-off's prompt was computed elsewhere: it reports no reuse here.
-                let reused = if seq.prebuilt {
-                    0
-                } else {
-                    cached_tokens.min(seq.input)
-                };
+                // A hand-off's prompt was computed elsewhere: it reports no reuse here. Otherwise
+                // the cached tokens, generated ones included (a preempted sequence), as DynoSim.
+                let reused = if seq.prebuilt { 0 } else { cached_tokens };
                 self.running.push(s);
                 out.admitted.push((req, reused));
                 out.progressed = true;
