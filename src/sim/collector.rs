@@ -51,6 +51,8 @@ pub struct Collector {
     tally: GapTally,
     arrivals: u64,
     keep_records: bool,
+    /// The time cap is passed: completions are no longer recorded.
+    completions_stopped: bool,
 }
 
 impl Collector {
@@ -61,6 +63,7 @@ impl Collector {
             tally: GapTally::new(),
             arrivals: 0,
             keep_records,
+            completions_stopped: false,
         }
     }
 
@@ -168,7 +171,17 @@ impl Collector {
         self.tally.add(gap, count, &mut self.gaps);
     }
 
+    /// From now on (the time cap is passed), completions are not recorded: like DynoSim's,
+    /// which records tokens when a pass is formed but a completion when the pass ends, a
+    /// request finishing in a pass that ends past the cap stays in flight.
+    pub fn stop_completions(&mut self) {
+        self.completions_stopped = true;
+    }
+
     pub fn completed(&mut self, req: u32, now: f64) {
+        if self.completions_stopped {
+            return;
+        }
         let r = &mut self.recs[req as usize];
         r.status = Status::Completed;
         r.terminal = now;
