@@ -7,7 +7,9 @@
 //! Two kinds of cached blocks are kept, for speed without changing any result:
 //! - *mapped* blocks, findable by their content id (the dense id of a shareable prompt block:
 //!   see `workload::sharing::PromptBlocks`), one slot each, reference counted, with duplicate
-//!   copies chained behind the first;
+//!   copies chained behind the first in the order they were cached; as in DynoSim 1.4.2, a
+//!   prefix hit always takes the first (oldest) copy, even an inactive one while a duplicate is
+//!   in use;
 //! - *anonymous* blocks, whose content no other request can ever match: a sequence only counts
 //!   them, and on release they enter the LRU as one extent of `n` blocks, evicted one block at a
 //!   time from its suffix end, as the per-block LRU would. A preempted sequence's extent keeps
@@ -171,22 +173,11 @@ impl KvPool {
                 break;
             }
             m.blocks += 1;
-            if self.active_copy(first) != NIL {
+            if self.slots[first as usize].refs > 0 {
                 m.active_blocks += 1;
             }
         }
         m
-    }
-
-    fn active_copy(&self, first: u32) -> u32 {
-        let mut s = first;
-        while s != NIL {
-            if self.slots[s as usize].refs > 0 {
-                return s;
-            }
-            s = self.slots[s as usize].next_dup;
-        }
-        NIL
     }
 
     fn new_slot(&mut self, slot: Slot) -> u32 {
@@ -202,16 +193,15 @@ impl KvPool {
         }
     }
 
-    /// Takes a reference on a copy of a present content id (an active copy if one exists,
-    /// otherwise the first inactive copy, which leaves the LRU pool). Returns `None` if absent.
+    /// Takes a reference on the first copy of a present content id (the oldest cached one; an
+    /// inactive copy leaves the LRU pool even if a duplicate is in use, as DynoSim 1.4.2's pool
+    /// only ever hits `by_hash[hash].first()`). Returns `None` if absent.
     pub fn acquire(&mut self, id: u32) -> Option<u32> {
-        let first = self.first_of(id);
-        if first == NIL {
+        let s = self.first_of(id);
+        if s == NIL {
             return None;
         }
-        let mut s = self.active_copy(first);
-        if s == NIL {
-            s = first;
+        if self.slots[s as usize].refs == 0 {
             self.lru_remove(s);
             self.inactive -= 1;
         }
@@ -275,10 +265,12 @@ impl KvPool {
         });
         let first = self.by_id.get(id);
         if first != NIL {
-            // Another copy of the same content: chain it behind the first.
-            let after = self.slots[first as usize].next_dup;
-            self.slots[first as usize].next_dup = slot;
-            self.slots[slot as usize].next_dup = after;
+            // Another copy of the same content: chain it last (copies are hit oldest first).
+            let mut last = first;
+            while self.slots[last as usize].next_dup != NIL {
+                last = self.slots[last as usize].next_dup;
+            }
+            self.slots[last as usize].next_dup = slot;
         } else {
             self.by_id.set(id, slot);
             if visible && self.record_events {
@@ -507,7 +499,7 @@ mod tests {
     }
 
     #[test]
-    fn acquire_prefers_active_copies_and_all_or_nothing_allocation() {
+    fn acquire_shares_a_copy_and_all_or_nothing_allocation() {
         let mut p = KvPool::new(3, false);
         assert!(p.allocate(1));
         let a = p.register_private(7, true);
@@ -520,6 +512,28 @@ mod tests {
         p.release(a);
         assert_eq!(p.num_active(), 0);
         assert_eq!(p.match_prefix(&[7]).active_blocks, 0);
+        p.check();
+    }
+
+    #[test]
+    fn hits_take_the_first_copy_even_when_a_duplicate_is_active() {
+        let mut p = KvPool::new(4, false);
+        assert!(p.allocate(3));
+        let a = p.register_private(7, true);
+        let b = p.register_private(7, true);
+        let c = p.register_private(7, true);
+        p.release(a);
+        // `b` and `c` are in use, but the first copy `a` is the one found: inactive.
+        assert_eq!(p.match_prefix(&[7]).active_blocks, 0);
+        assert_eq!(p.num_active(), 2);
+        assert_eq!(p.acquire(7), Some(a));
+        assert_eq!(p.num_active(), 3);
+        p.release(a);
+        p.release(b);
+        p.release(c);
+        // Evicting the first leaves the next copy in caching order first.
+        assert!(p.allocate(2));
+        assert_eq!(p.acquire(7), Some(b));
         p.check();
     }
 

@@ -690,10 +690,13 @@ impl<M: LatencyModel> Engine<M> {
             }
         }
 
-        // 2. Admit waiting sequences, head of line, unless this pass preempted.
+        // 2. Admit waiting sequences, head of line, unless this pass preempted. As in DynoSim
+        // 1.4.2 (`execute_pass_internal`), an exhausted token budget does not end admission by
+        // itself: a prebuilt sequence (nothing to compute) is still admitted, then admission
+        // stops; a sequence with work to compute is blocked by it.
         let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
         if preempted == 0 {
-            while (self.running.len() as u64) < max_seqs && budget > 0 {
+            while (self.running.len() as u64) < max_seqs {
                 // While hand-offs wait for capacity here, only prebuilt sequences (their KV
                 // already reserved) are admitted, in queue order; a sequence needing fresh KV
                 // (e.g. a preempted one at the head) does not hold them back.
@@ -729,6 +732,9 @@ impl<M: LatencyModel> Engine<M> {
                     out.progressed = true;
                     self.free_seq(s);
                     continue;
+                }
+                if budget == 0 && !prebuilt {
+                    break;
                 }
                 let prompt = prompts.of(req);
                 let (m, held) = if prebuilt {
@@ -769,15 +775,15 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 self.waiting.remove(pos);
                 let seq = &mut self.seqs[s as usize];
-                // A hand-off's prompt was computed elsewhere: it reports no reuse here.
-                let reused = if seq.prebuilt {
-                    0
-                } else {
-                    cached_tokens.min(seq.input)
-                };
+                // A hand-off's prompt was computed elsewhere: it reports no reuse here. Otherwise
+                // the cached tokens, generated ones included (a preempted sequence), as DynoSim.
+                let reused = if seq.prebuilt { 0 } else { cached_tokens };
                 self.running.push(s);
                 out.admitted.push((req, reused));
                 out.progressed = true;
+                if budget == 0 && matches!(res, Sched::Idle) {
+                    break;
+                }
             }
         }
 

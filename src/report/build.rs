@@ -72,8 +72,11 @@ pub fn build_report(
     );
 
     // Static worker pools: every worker is up for the whole run.
-    let prefill_ws = f64::from(totals.num_prefill_workers) * duration_s;
-    let decode_ws = f64::from(totals.num_decode_workers) * duration_s;
+    let span_s = totals
+        .worker_span_ms
+        .map_or(duration_s, |ms| (ms / 1000.0).max(1e-9));
+    let prefill_ws = f64::from(totals.num_prefill_workers) * span_s;
+    let decode_ws = f64::from(totals.num_decode_workers) * span_s;
     r.set_float("prefill_worker_seconds", prefill_ws);
     r.set_float("decode_worker_seconds", decode_ws);
     r.set_int(
@@ -199,6 +202,7 @@ mod tests {
             prefill_gpus_per_worker: 0,
             decode_gpus_per_worker: 1,
             sla: Sla::default(),
+            worker_span_ms: None,
         }
     }
 

@@ -70,6 +70,9 @@ pub struct RunTotals {
     pub prefill_gpus_per_worker: u32,
     pub decode_gpus_per_worker: u32,
     pub sla: crate::config::Sla,
+    /// Simulated time the workers were up, when it is not the last token's time: a capped run
+    /// stops at its last event within the cap (DynoSim integrates worker-seconds up to it).
+    pub worker_span_ms: Option<f64>,
 }
 
 /// Per-request record of `--report-jsonl` (spec §8.4); `None` serialises as JSON null.

@@ -21,7 +21,12 @@ struct Rec {
     status: Status,
     arrival: f64,
     first_admit: Option<f64>,
+    /// Largest reuse reported by any admission (prefill or decode side): the report's ratio.
     reused_max: u32,
+    /// Largest reuse reported by a prefill-side (or aggregated) admission: the record's.
+    prefill_reused_max: u32,
+    /// Largest reuse reported by a decode-side admission (a preempted sequence re-admitted).
+    decode_reused_max: u32,
     first_reused: Option<u32>,
     first_token: f64,
     second_token: Option<f64>,
@@ -46,6 +51,8 @@ pub struct Collector {
     tally: GapTally,
     arrivals: u64,
     keep_records: bool,
+    /// The time cap is passed: completions are no longer recorded.
+    completions_stopped: bool,
 }
 
 impl Collector {
@@ -56,6 +63,7 @@ impl Collector {
             tally: GapTally::new(),
             arrivals: 0,
             keep_records,
+            completions_stopped: false,
         }
     }
 
@@ -71,14 +79,18 @@ impl Collector {
     }
 
     pub fn admit(&mut self, req: u32, now: f64, reused: u32, decode_side: bool) {
+        // As DynoSim's collector: every admission counts towards the request's reuse (the
+        // report's ratio); the record splits it by side.
         let r = &mut self.recs[req as usize];
+        r.reused_max = r.reused_max.max(reused);
         if decode_side {
             r.decode_admit.get_or_insert(now);
+            r.decode_reused_max = r.decode_reused_max.max(reused);
             return;
         }
         r.first_admit.get_or_insert(now);
         r.first_reused.get_or_insert(reused);
-        r.reused_max = r.reused_max.max(reused);
+        r.prefill_reused_max = r.prefill_reused_max.max(reused);
     }
 
     pub fn routed_prefill(&mut self, req: u32, worker: u32, overlap: u32) {
@@ -159,7 +171,17 @@ impl Collector {
         self.tally.add(gap, count, &mut self.gaps);
     }
 
+    /// From now on (the time cap is passed), completions are not recorded: like DynoSim's,
+    /// which records tokens when a pass is formed but a completion when the pass ends, a
+    /// request finishing in a pass that ends past the cap stays in flight.
+    pub fn stop_completions(&mut self) {
+        self.completions_stopped = true;
+    }
+
     pub fn completed(&mut self, req: u32, now: f64) {
+        if self.completions_stopped {
+            return;
+        }
         let r = &mut self.recs[req as usize];
         r.status = Status::Completed;
         r.terminal = now;
@@ -220,7 +242,11 @@ impl Collector {
                     input_length: spec.input_length,
                     requested_output_length: spec.output_length,
                     output_length: r.n_out,
-                    reused_input_tokens: r.reused_max,
+                    reused_input_tokens: if disagg {
+                        r.prefill_reused_max
+                    } else {
+                        r.reused_max
+                    },
                     prefill_worker_idx: r.prefill_worker,
                     decode_worker_idx: r.decode_worker,
                     prefill_admit_ms: if disagg { r.first_admit } else { None },
@@ -233,7 +259,7 @@ impl Collector {
                         r.first_admit
                     },
                     source_released_ms: r.source_released,
-                    decode_reused_input_tokens: if disagg { Some(0) } else { None },
+                    decode_reused_input_tokens: r.decode_admit.map(|_| r.decode_reused_max),
                     prefill_route_overlap_tokens: r.prefill_overlap,
                     decode_route_overlap_tokens: r.decode_overlap,
                     terminal_status: status.to_string(),

@@ -130,6 +130,8 @@ struct Handoff {
 
 struct Sim<'w> {
     opts: SimOptions,
+    /// The time of the last event within the time cap, once the run has passed it.
+    capped_at: Option<f64>,
     w: &'w Workload,
     cfg: &'w SimConfig,
     workers: Vec<Worker>,
@@ -354,6 +356,7 @@ impl<'w> Sim<'w> {
             pools,
             heap: BinaryHeap::new(),
             event_seq: 0,
+            capped_at: None,
             queue_seq: 0,
             prompts,
             target_of: vec![u32::MAX; n],
@@ -409,6 +412,8 @@ impl<'w> Sim<'w> {
                 if now > c && !capped {
                     // Soft cap: running passes finish, nothing new starts.
                     capped = true;
+                    self.col.stop_completions();
+                    self.capped_at = Some(self.now);
                     continue;
                 }
             }
@@ -578,6 +583,13 @@ impl<'w> Sim<'w> {
             if dur > 0.0 {
                 let end = self.now + dur;
                 self.push_pass_end(wi, end);
+                return Ok(());
+            }
+            if self.workers[wi].stalled {
+                // A zero-time pass that changed nothing does not complete in DynoSim 1.4.2 (its
+                // offline engine component schedules a completion only for a pass that made
+                // progress): nothing happens at its end, in particular no reservation attempt.
+                self.workers[wi].busy = false;
                 return Ok(());
             }
             self.pass_end(wi)?;
@@ -989,6 +1001,7 @@ impl<'w> Sim<'w> {
             prefill_gpus_per_worker: pg,
             decode_gpus_per_worker: dg,
             sla: self.cfg.sla,
+            worker_span_ms: self.capped_at,
         };
         self.col.finish(self.w, totals)
     }
