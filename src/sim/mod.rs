@@ -611,11 +611,11 @@ impl<'w> Sim<'w> {
         );
     }
 
-    /// Starts a stride of identical pure-decode passes on a single-rank worker when its engine
-    /// allows one (spec §4.4 passes that would repeat with the same cost). The stride's passes
-    /// end at the same times the step-by-step passes would (each end is the previous end plus
-    /// the duration), and any work delivered to the worker cuts it at the next pass boundary, so
-    /// results are identical to running them one by one.
+    /// Starts a stride of pure-decode passes on a single-rank worker when its engine plans one
+    /// ([`Engine::plan_stride`]: passes that differ only in duration, as blocks are taken on the
+    /// way). The stride's passes end at the same times the step-by-step passes would (each end is
+    /// the previous end plus that pass's duration), and any work delivered to the worker cuts it
+    /// at the next pass boundary, so results are identical to running them one by one.
     fn start_stride(&mut self, wi: usize) -> bool {
         let worker = &mut self.workers[wi];
         if worker.ranks.len() != 1 {

@@ -2,7 +2,7 @@
 //!
 //! This module owns reading a trace file into a [`Workload`]: line-by-line streaming parse with
 //! precise `file:line` errors, hash-id interning (shared with the synthetic generator through
-//! [`BlockInterner`]), session grouping, think-time derivation and timestamp normalisation.
+//! `BlockInterner`), session grouping, think-time derivation and timestamp normalisation.
 //! The arrival speed-up ratio is *not* applied here (the simulator does it, spec §2.8).
 //!
 //! Conventions (facts from DynoSim 1.4.2 unless noted):
