@@ -1,4 +1,5 @@
-//! Pooled per-token gaps across all requests (DynoSim 1.4.2 ITL semantics, spec §8.3): every
+//! Pooled per-token gaps across all completed requests (DynoSim 1.4.2 ITL semantics, spec §8.3;
+//! requests still in flight at a time cap contribute none): every
 //! consecutive pair of emitted tokens contributes one gap to the `*_itl_ms` distribution, and each
 //! positive gap contributes `1000 / gap` tokens/s to `*_output_token_throughput_per_user`.
 //! Both are streamed into a DDSketch (percentiles) plus exact fixed-point moments (mean/std) plus

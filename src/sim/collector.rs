@@ -53,10 +53,16 @@ pub struct Collector {
     keep_records: bool,
     /// The time cap is passed: completions are no longer recorded.
     completions_stopped: bool,
+    /// Under a time cap, each request's gaps are held here until it completes: as DynoSim's
+    /// collector, only completed requests' gaps are pooled, and requests still in flight at the
+    /// cap never complete. Empty (gaps pooled at once) without a cap, where every request
+    /// completes.
+    pending: Vec<Vec<f64>>,
 }
 
 impl Collector {
-    pub fn new(n: usize, keep_records: bool) -> Self {
+    /// `capped`: the run has a time cap (gaps are held per request until it completes).
+    pub fn new(n: usize, keep_records: bool, capped: bool) -> Self {
         Collector {
             recs: vec![Rec::default(); n],
             gaps: TokenGaps::new(),
@@ -64,6 +70,11 @@ impl Collector {
             arrivals: 0,
             keep_records,
             completions_stopped: false,
+            pending: if capped {
+                vec![Vec::new(); n]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -134,7 +145,7 @@ impl Collector {
             }
             r.last_token = now;
             r.n_out += 1;
-            self.gap(gap, 1);
+            self.request_gap(req, gap);
             return;
         }
         r.last_token = now;
@@ -160,6 +171,13 @@ impl Collector {
             r.last_token = ends[k as usize - 1];
             r.n_out += k - 1;
         }
+        if !self.pending.is_empty() {
+            for &(req, _) in emitted {
+                let held = &mut self.pending[req as usize];
+                held.extend(ends.windows(2).map(|w| w[1] - w[0]));
+            }
+            return;
+        }
         let n = emitted.len() as u64;
         for w in ends.windows(2) {
             self.gap(w[1] - w[0], n);
@@ -169,6 +187,15 @@ impl Collector {
     #[inline]
     fn gap(&mut self, gap: f64, count: u64) {
         self.tally.add(gap, count, &mut self.gaps);
+    }
+
+    /// One gap of request `req`: pooled now, or held until it completes under a time cap.
+    #[inline]
+    fn request_gap(&mut self, req: u32, gap: f64) {
+        match self.pending.get_mut(req as usize) {
+            Some(held) => held.push(gap),
+            None => self.gap(gap, 1),
+        }
     }
 
     /// From now on (the time cap is passed), completions are not recorded: like DynoSim's,
@@ -185,6 +212,11 @@ impl Collector {
         let r = &mut self.recs[req as usize];
         r.status = Status::Completed;
         r.terminal = now;
+        if let Some(held) = self.pending.get_mut(req as usize) {
+            for gap in std::mem::take(held) {
+                self.tally.add(gap, 1, &mut self.gaps);
+            }
+        }
     }
 
     pub fn rejected(&mut self, req: u32, now: f64) {

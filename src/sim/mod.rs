@@ -370,7 +370,7 @@ impl<'w> Sim<'w> {
             ],
             transfer,
             driver: Driver::new(&cfg.load),
-            col: Collector::new(n, cfg.record_requests),
+            col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
         })
     }
