@@ -422,7 +422,7 @@ impl<'w> Sim<'w> {
                 let mut changed = false;
                 while self.heap.peek().is_some_and(|e| e.time <= now) {
                     let ev = self.heap.pop().expect("peeked");
-                    self.apply_event(ev)?;
+                    self.apply_event(ev);
                     changed = true;
                 }
                 if !capped {
@@ -434,7 +434,7 @@ impl<'w> Sim<'w> {
                         let wi = self.start_order[k] as usize;
                         let w = &self.workers[wi];
                         if !w.busy && !w.stalled && self.worker_has_work(wi) {
-                            self.start_pass(wi)?;
+                            self.start_pass(wi);
                             changed = true;
                         }
                     }
@@ -567,34 +567,34 @@ impl<'w> Sim<'w> {
     /// Starts a pass on an idle worker. Passes that take no time (a prefill worker emitting the
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
-    fn start_pass(&mut self, wi: usize) -> Result<(), SimError> {
+    fn start_pass(&mut self, wi: usize) {
         loop {
             if self.opts.strides && self.workers[wi].role == Role::Prefill {
                 if self.hidden_stride(wi) {
                     if self.workers[wi].stalled || !self.worker_has_work(wi) {
-                        return Ok(());
+                        return;
                     }
                     continue;
                 }
             } else if self.opts.strides && self.start_stride(wi) {
-                return Ok(());
+                return;
             }
-            let dur = self.run_pass(wi)?;
+            let dur = self.run_pass(wi);
             if dur > 0.0 {
                 let end = self.now + dur;
                 self.push_pass_end(wi, end);
-                return Ok(());
+                return;
             }
             if self.workers[wi].stalled {
                 // A zero-time pass that changed nothing does not complete in DynoSim 1.4.2 (its
                 // offline engine component schedules a completion only for a pass that made
                 // progress): nothing happens at its end, in particular no reservation attempt.
                 self.workers[wi].busy = false;
-                return Ok(());
+                return;
             }
-            self.pass_end(wi)?;
+            self.pass_end(wi);
             if self.workers[wi].stalled || !self.worker_has_work(wi) {
-                return Ok(());
+                return;
             }
         }
     }
@@ -682,8 +682,8 @@ impl<'w> Sim<'w> {
         worker.outputs[0] = out;
         worker.stalled = false;
         self.deliver_kv_events(wi);
-        // Like a zero-time pass: its end is handled at once (errors cannot arise from it).
-        let _ = self.pass_end(wi);
+        // Like a zero-time pass: its end is handled at once.
+        self.pass_end(wi);
         true
     }
 
@@ -708,14 +708,14 @@ impl<'w> Sim<'w> {
             // That pass ends right now: its PassEnd would come before this delivery.
             worker.gen = worker.gen.wrapping_add(1);
             // Only tokens are applied (no completion happens inside a stride).
-            let _ = self.pass_end(wi);
+            self.pass_end(wi);
         } else {
             self.push_pass_end(wi, end);
         }
     }
 
     /// Computes one pass of every rank of a worker at `now`; returns its duration.
-    fn run_pass(&mut self, wi: usize) -> Result<f64, SimError> {
+    fn run_pass(&mut self, wi: usize) -> f64 {
         let now = self.now;
         let worker = &mut self.workers[wi];
         let mut dur = 0.0f64;
@@ -744,7 +744,7 @@ impl<'w> Sim<'w> {
             }
         }
         self.deliver_kv_events(wi);
-        Ok(dur)
+        dur
     }
 
     /// Hands the KV events of a worker's engines to its pool's KV router.
@@ -765,22 +765,19 @@ impl<'w> Sim<'w> {
         }
     }
 
-    fn apply_event(&mut self, ev: Event) -> Result<(), SimError> {
+    fn apply_event(&mut self, ev: Event) {
         match ev.kind {
             EventKind::PassEnd { worker, gen } => {
-                if self.workers[worker as usize].gen != gen {
-                    return Ok(()); // a stride that was cut short; its new end is queued
+                // A stale end belongs to a stride that was cut short; its new end is queued.
+                if self.workers[worker as usize].gen == gen {
+                    self.pass_end(worker as usize);
                 }
-                self.pass_end(worker as usize)
             }
-            EventKind::HandoffActivate { req } => {
-                self.activate_handoff(req);
-                Ok(())
-            }
+            EventKind::HandoffActivate { req } => self.activate_handoff(req),
         }
     }
 
-    fn pass_end(&mut self, wi: usize) -> Result<(), SimError> {
+    fn pass_end(&mut self, wi: usize) {
         let now = self.now;
         self.workers[wi].busy = false;
         if self.workers[wi].stride_passes > 0 {
@@ -856,7 +853,6 @@ impl<'w> Sim<'w> {
         if load_changed {
             self.drain_queue(p);
         }
-        Ok(())
     }
 
     fn release_request(&mut self, p: usize, req: u32) {
