@@ -676,18 +676,13 @@ pub(crate) fn run_with(
         .build()
         .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
     // Prompt blocks per (workload, block size), shared by the points that use them.
-    let mut prompt_blocks: Vec<((usize, u32), OnceLock<PromptBlocks>)> = Vec::new();
-    let prepared_of: Vec<usize> = tasks
+    let prompt_blocks: HashMap<(usize, u32), OnceLock<PromptBlocks>> = tasks
         .iter()
         .map(|t| {
-            let key = (t.workload, t.config.topology.block_size());
-            match prompt_blocks.iter().position(|(k, _)| *k == key) {
-                Some(i) => i,
-                None => {
-                    prompt_blocks.push((key, OnceLock::new()));
-                    prompt_blocks.len() - 1
-                }
-            }
+            (
+                (t.workload, t.config.topology.block_size()),
+                OnceLock::new(),
+            )
         })
         .collect();
     let next = AtomicUsize::new(0);
@@ -708,7 +703,7 @@ pub(crate) fn run_with(
                 let rec = run_one(
                     task.rec.clone(),
                     &workloads[task.workload],
-                    &prompt_blocks[prepared_of[t]].1,
+                    &prompt_blocks[&(task.workload, task.config.topology.block_size())],
                     &task.config,
                     &spec,
                     backend,
