@@ -68,7 +68,7 @@ impl IdMap {
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// Content id (mapped block) or owner key (owned extent).
-    hash: u64,
+    key: u64,
     /// Blocks this LRU entry stands for: 0 for a mapped block, n for an anonymous extent.
     extent: u32,
     owned: bool,
@@ -77,18 +77,18 @@ struct Slot {
     refs: u32,
     prev: u32,
     next: u32,
-    /// Next copy registered under the same hash.
+    /// Next copy registered under the same content id.
     next_dup: u32,
 }
 
-/// A change of the set of hashes a worker holds, for the router's indexer.
+/// A change of the set of content ids a worker holds, for the router's indexer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvEvent {
     Stored(u32),
     Removed(u32),
 }
 
-/// Result of matching a sequence's block hashes against the pool.
+/// Result of matching a sequence's block content ids against the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PrefixMatch {
     /// Leading blocks present (active or inactive).
@@ -254,7 +254,7 @@ impl KvPool {
     /// Returns its slot, referenced once.
     pub fn register_private(&mut self, id: u32, visible: bool) -> u32 {
         let slot = self.new_slot(Slot {
-            hash: id as u64,
+            key: id as u64,
             extent: 0,
             owned: false,
             visible,
@@ -298,7 +298,7 @@ impl KvPool {
             return;
         }
         let slot = self.new_slot(Slot {
-            hash: owner.unwrap_or(0),
+            key: owner.unwrap_or(0),
             extent: n,
             owned: owner.is_some(),
             visible: false,
@@ -356,7 +356,7 @@ impl KvPool {
                 if e == extent {
                     self.lru_remove(victim);
                     if self.slots[victim as usize].owned {
-                        self.owners.remove(&self.slots[victim as usize].hash);
+                        self.owners.remove(&self.slots[victim as usize].key);
                     }
                     self.free_slots.push(victim);
                 }
@@ -373,7 +373,7 @@ impl KvPool {
 
     /// Removes an evicted mapped block from its chain of copies.
     fn unmap(&mut self, victim: u32) {
-        let id = self.slots[victim as usize].hash as u32;
+        let id = self.slots[victim as usize].key as u32;
         let visible = self.slots[victim as usize].visible;
         let next = self.slots[victim as usize].next_dup;
         self.slots[victim as usize].next_dup = NIL;
@@ -538,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_copies_keep_hash_until_last_evicted() {
+    fn duplicate_copies_keep_the_id_until_last_evicted() {
         let mut p = KvPool::new(2, true);
         assert!(p.allocate(2));
         let a = p.register_private(5, true);

@@ -25,7 +25,7 @@ struct Seq {
     tail: u32,
     /// Leading blocks that are cached (registered or acquired as hits): `slots + anon`.
     registered: u32,
-    /// Leading full blocks whose content another request may share (they are hashed).
+    /// Leading full blocks whose content another request may share (they have content ids).
     shared: u32,
     /// Its blocks past the shareable prefix are findable (it was preempted and may re-hit them).
     exposed: bool,
@@ -315,17 +315,16 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Takes the `n` leading cached blocks found by [`Engine::prefill_hits`]: the shareable
-    /// prefix by hash, then (a preempted sequence) its own released blocks.
+    /// prefix by content id, then (a preempted sequence) its own released blocks.
     fn acquire_hits(&mut self, s: u32, n: u32, prompt: &[u32]) {
-        let by_hash = n.min(prompt.len() as u32);
-        for &h in &prompt[..by_hash as usize] {
+        let by_id = n.min(prompt.len() as u32);
+        for &h in &prompt[..by_id as usize] {
             if let Some(slot) = self.pool.acquire(h) {
                 self.seqs[s as usize].slots.push(slot);
             }
         }
-        let own = if n > by_hash {
-            self.pool
-                .take_owned(self.seqs[s as usize].uuid, n - by_hash)
+        let own = if n > by_id {
+            self.pool.take_owned(self.seqs[s as usize].uuid, n - by_id)
         } else {
             0
         };
@@ -450,7 +449,7 @@ impl<M: LatencyModel> Engine<M> {
     }
 
     /// Registers the sequence's blocks that are full once `full` blocks are computed: shareable
-    /// prefix blocks under their content hash (visible to the router), the rest sealed, or under
+    /// prefix blocks under their content id (visible to the router), the rest sealed, or under
     /// a key unique to the request once it has been preempted.
     fn register_full_blocks(&mut self, s: u32, full: u32, prompt: &[u32]) {
         let mut j = self.seqs[s as usize].registered;

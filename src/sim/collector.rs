@@ -1,6 +1,7 @@
 //! What the simulation records per request (arrival, admissions, tokens, terminal state) and
 //! the pooled token gaps, turned into a report at the end. Token gaps stream into
-//! [`TokenGaps`]; nothing is stored per token.
+//! [`TokenGaps`] (through a [`GapTally`]); nothing is stored per token, except under a time cap,
+//! where a request's gaps wait in a buffer until it completes (only completed requests count).
 
 use crate::report::{
     build_report, CompletedRequest, GapTally, RequestRecord, RunTotals, TokenGaps,
@@ -214,7 +215,7 @@ impl Collector {
         r.terminal = now;
         if let Some(held) = self.pending.get_mut(req as usize) {
             for gap in std::mem::take(held) {
-                self.tally.add(gap, 1, &mut self.gaps);
+                self.gap(gap, 1);
             }
         }
     }

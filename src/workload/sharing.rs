@@ -245,6 +245,7 @@ impl Trie {
         &self.paths[self.path_starts[r]..self.path_starts[r + 1]]
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
