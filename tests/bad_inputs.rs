@@ -899,6 +899,24 @@ fn huge_unique_prompts_run_in_little_memory() {
     }
 }
 
+/// A sweep's leaderboard.csv as rows of (column -> value), by point id.
+fn leaderboard_rows(
+    path: &Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+    let mut rows = csv::Reader::from_path(path).unwrap();
+    let header = rows.headers().unwrap().clone();
+    rows.records()
+        .map(|r| {
+            let row: std::collections::BTreeMap<String, String> = header
+                .iter()
+                .zip(r.unwrap().iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect();
+            (row["point"].clone(), row)
+        })
+        .collect()
+}
+
 #[test]
 fn sweep_limits_workers_and_fails_points_that_cannot_fit() {
     let (dir, out) = sweep(
@@ -930,20 +948,15 @@ fn sweep_limits_workers_and_fails_points_that_cannot_fit() {
     let out = dynosim_limited(dir.path(), &["sweep", "grid.yaml", "-o", "out", "--quiet"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let csv = fs::read_to_string(dir.path().join("out/leaderboard.csv")).unwrap();
-    let mut rows = csv::Reader::from_reader(csv.as_bytes());
-    let header = rows.headers().unwrap().clone();
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let recs: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
-    let by_point = |p: &str| recs.iter().find(|r| &r[col("point")] == p).unwrap().clone();
-    assert_eq!(&by_point("0")[col("status")], "ok");
-    let failed = by_point("1");
-    assert_eq!(&failed[col("status")], "failed");
+    let by_point = leaderboard_rows(&dir.path().join("out/leaderboard.csv"));
+    assert_eq!(by_point["0"]["status"], "ok");
+    let failed = &by_point["1"];
+    assert_eq!(failed["status"], "failed");
     assert!(
-        failed[col("reason")].contains("would need at least")
-            && failed[col("reason")].contains("request_count"),
+        failed["reason"].contains("would need at least")
+            && failed["reason"].contains("request_count"),
         "{:?}",
-        &failed[col("reason")]
+        failed["reason"]
     );
 
     // A trace whose 100 prompts of 4 billion tokens share one hash id: 62.5 M shareable blocks
@@ -962,23 +975,18 @@ fn sweep_limits_workers_and_fails_points_that_cannot_fit() {
     let out = dynosim_limited(dir.path(), &["sweep", "grid.yaml", "-o", "out", "--quiet"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let csv = fs::read_to_string(dir.path().join("out/leaderboard.csv")).unwrap();
-    let mut rows = csv::Reader::from_reader(csv.as_bytes());
-    let header = rows.headers().unwrap().clone();
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let recs: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
-    let by_point = |p: &str| recs.iter().find(|r| &r[col("point")] == p).unwrap().clone();
-    let failed = by_point("0");
-    assert_eq!(&failed[col("status")], "failed");
+    let by_point = leaderboard_rows(&dir.path().join("out/leaderboard.csv"));
+    let failed = &by_point["0"];
+    assert_eq!(failed["status"], "failed");
     assert!(
-        failed[col("reason")].contains("23.3 GiB for shareable prompt blocks")
-            && failed[col("reason")].contains("engine.block_size"),
+        failed["reason"].contains("23.3 GiB for shareable prompt blocks")
+            && failed["reason"].contains("engine.block_size"),
         "{:?}",
-        &failed[col("reason")]
+        failed["reason"]
     );
-    let small = by_point("1");
-    assert_eq!(&small[col("status")], "ok", "{:?}", &small[col("reason")]);
-    assert_eq!(&small[col("completed_requests")], "0");
+    let small = &by_point["1"];
+    assert_eq!(small["status"], "ok", "{:?}", small["reason"]);
+    assert_eq!(small["completed_requests"], "0");
 }
 
 // ---------------------------------------------------------------------------------------------
