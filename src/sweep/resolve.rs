@@ -12,12 +12,13 @@
 //! point `invalid`.
 
 use super::spec::{Mode, Param, Pool, Spec};
-use crate::config::engine_args::parse_engine_args;
+use crate::config::engine_args::parse_engine_args_with;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
 };
+use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
@@ -172,6 +173,8 @@ pub fn value_text(v: &Value) -> String {
 pub struct Resolver<'s> {
     spec: &'s Spec,
     engines: HashMap<String, Result<EngineArgs, InputError>>,
+    /// Timing models of the sweep, one per distinct source, files relative to the spec.
+    timing: TimingLoader,
     routers: HashMap<String, Result<RouterConfig, InputError>>,
 }
 
@@ -325,6 +328,7 @@ impl<'s> Resolver<'s> {
         Resolver {
             spec,
             engines: HashMap::new(),
+            timing: TimingLoader::new(&spec.dir),
             routers: HashMap::new(),
         }
     }
@@ -334,7 +338,7 @@ impl<'s> Resolver<'s> {
         let key = format!("{origin}\n{}", canonical_json(&v));
         self.engines
             .entry(key)
-            .or_insert_with(|| parse_engine_args(&v, origin))
+            .or_insert_with(|| parse_engine_args_with(&v, origin, &mut self.timing))
             .clone()
     }
 
