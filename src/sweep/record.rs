@@ -269,6 +269,11 @@ impl PointsWriter {
         })
     }
 
+    /// Blocks appends while the guard lives (no line is cut short by a process exit then).
+    pub fn hold(&self) -> parking_lot::MutexGuard<'_, File> {
+        self.file.lock()
+    }
+
     pub fn append(&self, r: &PointRecord) -> io::Result<()> {
         let line = record_line(r);
         let mut f = self.file.lock();
