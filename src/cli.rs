@@ -402,6 +402,10 @@ pub struct SweepArgs {
     /// Validate the spec and print the grid size without simulating.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the output folder (from -o, the spec's output/name and --shard) and exit (for
+    /// scripts).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub print_output_dir: bool,
     /// Refuse grids with more points than this.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub max_points: u64,

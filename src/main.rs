@@ -48,6 +48,7 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
         resume: args.resume,
         shard: args.shard,
         dry_run: args.dry_run,
+        print_output_dir: args.print_output_dir,
         max_points: args.max_points,
         quiet: args.quiet,
         stop_grace: Some(std::time::Duration::from_secs_f64(args.stop_grace)),

@@ -39,6 +39,8 @@ pub struct SweepOptions {
     pub shard: Option<(u32, u32)>,
     /// `--dry-run`: print the expanded grid and the count; write nothing.
     pub dry_run: bool,
+    /// `--print-output-dir`: print the folder the sweep would write to; write nothing.
+    pub print_output_dir: bool,
     /// `--max-points N`: refuse a larger grid before expanding it.
     pub max_points: u64,
     /// `--quiet`: no progress bar, no table.
@@ -60,6 +62,7 @@ impl SweepOptions {
             resume: false,
             shard: None,
             dry_run: false,
+            print_output_dir: false,
             max_points: DEFAULT_MAX_POINTS,
             quiet: false,
             stop_grace: None,
@@ -164,6 +167,11 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 /// Ctrl-C or SIGTERM stops starting new points; the running ones finish (within
 /// `opts.stop_grace`) and the leaderboards are written.
 pub fn run_sweep(opts: &SweepOptions) -> Result<SweepOutcome, SweepError> {
+    if opts.print_output_dir {
+        let spec = spec::load_spec(&opts.spec)?;
+        println!("{}", runner::output_dir(&spec, opts).display());
+        return Ok(SweepOutcome::default());
+    }
     if opts.dry_run {
         return runner::run_with(opts, &runner::REAL_BACKEND, &|| false);
     }

@@ -198,7 +198,7 @@ pub(crate) fn dry_run_text(
 
 /// Where the results go: `-o`, else the spec's `output`, else `results/<name>`; a shard without
 /// `-o` gets its own sibling folder.
-fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
+pub(crate) fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
     if let Some(o) = &opts.output {
         return o.clone();
     }
