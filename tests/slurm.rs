@@ -84,8 +84,7 @@ impl Cluster {
         let root = tempfile::tempdir().unwrap();
         let t = root.path().to_path_buf();
         // munged wants its socket's folder searchable by all, its key private.
-        std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let mut key = vec![0u8; 1024];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))
