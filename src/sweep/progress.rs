@@ -115,7 +115,7 @@ fn clock(d: Duration) -> String {
 
 /// `progress: 12/30 points (40%), 0.80 points/s, elapsed 0:00:15, ETA 0:00:23`.
 pub(crate) fn plain_line(done: u64, total: u64, elapsed: Duration) -> String {
-    let pct = if total == 0 { 100 } else { done * 100 / total };
+    let pct = (done * 100).checked_div(total).unwrap_or(100);
     let secs = elapsed.as_secs_f64();
     let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
     let eta = if done == 0 || rate <= 0.0 {

@@ -6,6 +6,7 @@
 //! finish in never reaches an output file except `points.jsonl` (whose order does not matter).
 
 use super::archive;
+use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::progress::Progress;
 use super::record::{
@@ -13,8 +14,9 @@ use super::record::{
     PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
     SPEC_FILE,
 };
-use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
+use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
+use super::values::value_text;
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -31,7 +33,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -618,13 +620,6 @@ pub(crate) fn run_with(
         bar.set_message(best_text(r));
     }
 
-    // Worker threads get a main thread's stack, so a point that runs under `dynosim run` also
-    // runs here.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs.unwrap_or(0))
-        .stack_size(8 << 20)
-        .build()
-        .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
     // Prompt blocks per (workload, block size), shared by the points that use them.
     let prompt_blocks: HashMap<(usize, u32), OnceLock<PromptBlocks>> = tasks
         .iter()
@@ -635,24 +630,55 @@ pub(crate) fn run_with(
             )
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let finished: Mutex<Vec<PointRecord>> = Mutex::new(Vec::with_capacity(tasks.len()));
-    let write_error: Mutex<Option<String>> = Mutex::new(None);
-    let threads = pool.current_num_threads().max(1);
+    let work = |t: usize| {
+        let task = &tasks[t];
+        run_one(
+            task.rec.clone(),
+            &workloads[task.workload],
+            &prompt_blocks[&(task.workload, task.config.topology.block_size())],
+            &task.config,
+            &spec,
+            backend,
+        )
+    };
+    // What finished so far, for the grace-period watchdog.
+    let finished_so_far: Mutex<Vec<PointRecord>> = Mutex::new(Vec::new());
+    let done = |rec: &PointRecord| {
+        writer
+            .append(rec)
+            .map_err(|e| format!("cannot append to {}: {e}", writer.path.display()))?;
+        if rec.status == Status::Ok {
+            let mut cur = best.lock();
+            if cur
+                .as_ref()
+                .is_none_or(|c| compare(rec, c, &spec.rank_by).is_lt())
+            {
+                bar.set_message(best_text(rec));
+                *cur = Some(rec.clone());
+            }
+        }
+        bar.inc();
+        if opts.stop_grace.is_some() {
+            finished_so_far.lock().push(rec.clone());
+        }
+        Ok(())
+    };
     // Whoever writes the leaderboards first: the end of the run, or the grace-period watchdog.
     let finalizing = Mutex::new(false);
     let pool_done = AtomicBool::new(false);
-    std::thread::scope(|ts| {
-        if opts.stop_grace.is_some() {
-            ts.spawn(|| {
-                let grace = opts.stop_grace.unwrap_or_default();
+    let finished = std::thread::scope(|ts| {
+        if let Some(grace) = opts.stop_grace {
+            let (finalizing, pool_done, finished_so_far) =
+                (&finalizing, &pool_done, &finished_so_far);
+            let (settled, outcome, writer, dir, spec) = (&settled, &outcome, &writer, &dir, &spec);
+            ts.spawn(move || {
                 let mut stopped_at: Option<Instant> = None;
                 while !pool_done.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(100));
                     if stopped_at.is_none() && stop() {
                         stopped_at = Some(Instant::now());
                     }
-                    if !stopped_at.is_some_and(|t| t.elapsed() >= grace) {
+                    if stopped_at.is_none_or(|t| t.elapsed() < grace) {
                         continue;
                     }
                     let mut claim = finalizing.lock();
@@ -663,17 +689,17 @@ pub(crate) fn run_with(
                     // No line is appended to points.jsonl from here on.
                     let _held = writer.hold();
                     let mut records = settled.clone();
-                    records.extend(finished.lock().iter().cloned());
+                    records.extend(finished_so_far.lock().iter().cloned());
                     records.sort_by_key(|r| r.point);
                     eprintln!(
                         "dynosim: the points still running did not finish within the {}s grace \
-                     period (--stop-grace); writing the leaderboards without them",
+                         period (--stop-grace); writing the leaderboards without them",
                         grace.as_secs_f64()
                     );
                     let mut out = outcome.clone();
                     out.signal = crate::signals::last_signal();
                     let code = match finish_sweep(
-                        &mut out, records, reused, true, &dir, &spec, total, shard, opts.quiet,
+                        &mut out, records, reused, true, dir, spec, total, shard, opts.quiet,
                     ) {
                         Ok(()) => out.exit_code(),
                         Err(e) => {
@@ -685,44 +711,7 @@ pub(crate) fn run_with(
                 }
             });
         }
-        pool.scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|_| loop {
-                    if stop() || write_error.lock().is_some() {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&t) = order.get(i) else {
-                        break;
-                    };
-                    let task = &tasks[t];
-                    let rec = run_one(
-                        task.rec.clone(),
-                        &workloads[task.workload],
-                        &prompt_blocks[&(task.workload, task.config.topology.block_size())],
-                        &task.config,
-                        &spec,
-                        backend,
-                    );
-                    if let Err(e) = writer.append(&rec) {
-                        *write_error.lock() =
-                            Some(format!("cannot append to {}: {e}", writer.path.display()));
-                    }
-                    if rec.status == Status::Ok {
-                        let mut cur = best.lock();
-                        if cur
-                            .as_ref()
-                            .is_none_or(|c| compare(&rec, c, &spec.rank_by).is_lt())
-                        {
-                            bar.set_message(best_text(&rec));
-                            *cur = Some(rec.clone());
-                        }
-                    }
-                    bar.inc();
-                    finished.lock().push(rec);
-                });
-            }
-        });
+        let finished = execute(opts.jobs, &order, stop, &work, &done);
         let watchdog_finalizes = std::mem::replace(&mut *finalizing.lock(), true);
         pool_done.store(true, Ordering::SeqCst);
         if watchdog_finalizes {
@@ -731,14 +720,13 @@ pub(crate) fn run_with(
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
+        finished
     });
     bar.finish();
-    if let Some(e) = write_error.into_inner() {
-        return Err(SweepError::Io(e));
-    }
+    let finished = finished?;
     let interrupted = stop();
     let mut records = settled;
-    records.extend(finished.into_inner());
+    records.extend(finished);
     records.sort_by_key(|r| r.point);
     finish_sweep(
         &mut outcome,
