@@ -22,12 +22,17 @@ fn skip(why: &str) {
     );
 }
 
-fn found(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// Where a program is: on the PATH, or in the sbin folders a non-root PATH may lack.
+fn which(cmd: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+}
+
+fn daemon(cmd: &str) -> Command {
+    Command::new(which(cmd).unwrap_or_else(|| PathBuf::from(cmd)))
 }
 
 fn is_root() -> bool {
@@ -75,7 +80,7 @@ impl Cluster {
     }
 
     fn cmd(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
+        let mut c = daemon(program);
         c.env("SLURM_CONF", &self.conf);
         c
     }
@@ -98,7 +103,7 @@ impl Cluster {
         for d in ["state", "spool"] {
             std::fs::create_dir(t.join(d)).unwrap();
         }
-        let node = Command::new("slurmd").arg("-C").output().unwrap();
+        let node = daemon("slurmd").arg("-C").output().unwrap();
         let node_line = String::from_utf8_lossy(&node.stdout)
             .lines()
             .next()
@@ -158,7 +163,7 @@ impl Cluster {
             daemons: Vec::new(),
         };
         let out = |name: &str| std::fs::File::create(t.join(name)).unwrap();
-        let munged = Command::new("munged")
+        let munged = daemon("munged")
             .arg("--foreground")
             .arg(format!("--socket={}", p("munge.sock")))
             .arg(format!("--key-file={}", p("munge.key")))
@@ -247,7 +252,11 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn slurm_array_merge_cancel_and_rerun() {
-    let missing: Vec<&str> = DAEMONS.iter().copied().filter(|c| !found(c)).collect();
+    let missing: Vec<&str> = DAEMONS
+        .iter()
+        .copied()
+        .filter(|c| which(c).is_none())
+        .collect();
     if !missing.is_empty() {
         return skip(&format!(
             "Slurm is not installed (no {}); apt-get install --no-install-recommends slurmctld \
