@@ -166,7 +166,7 @@ fn unsupported_features_are_refused() {
         ),
         (
             "T --extra-engine-args {\"planner_profile_data\":\"p.npz\"}",
-            &["planner_profile_data", "not supported"],
+            &["planner_profile_data", "p.npz", "cannot read"],
         ),
         (
             "T --extra-engine-args {\"num_g2_blocks\":4096}",

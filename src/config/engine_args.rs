@@ -686,7 +686,6 @@ mod tests {
         let cases = [
             json!({"engine_type": "sglang"}),
             json!({"engine_type": "trtllm"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
             json!({"sglang": {}}),
             json!({"trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}}),
             json!({"num_g2_blocks": 1000}),
