@@ -188,6 +188,11 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         None => None,
         Some(n) => Some(int_in_range("--replay-concurrency", n, 1)?),
     };
+    if let Some(why) = topology.trtllm_disaggregation_problem(replay_concurrency.is_some()) {
+        return Err(err(format!(
+            "--prefill-engine-args/--decode-engine-args: {why}"
+        )));
+    }
     if !(args.arrival_speedup_ratio.is_finite() && args.arrival_speedup_ratio > 0.0) {
         return Err(err(format!(
             "--arrival-speedup-ratio must be a finite number > 0, got {}",
@@ -643,6 +648,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
         check_memory(&floor, budget, hint(&shape, floor.largest())).map_err(err)?;
     }
     let workload = plan.workload.load(block_size)?;
+    if let Some(why) = crate::sim::driver::unsupported_release(&workload, &plan.sim) {
+        return Err(err(why).into());
+    }
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }

@@ -3,10 +3,26 @@
 //! active. Follow-up turns arrive at the previous turn's completion plus the think time; a
 //! request with dependencies (agentic traces) arrives when the last of them ends, plus its delay.
 
-use crate::config::LoadSpec;
+use crate::config::{LoadSpec, SimConfig, Topology};
 use crate::workload::Workload;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Agentic workloads are released by their dependencies, in open loop and aggregated only:
+/// DynoSim's reason for any other configuration. (Agentic Dynamo traces are only known to be
+/// agentic once read.)
+pub fn unsupported_release(w: &Workload, cfg: &SimConfig) -> Option<&'static str> {
+    if !w.dependencies.is_agentic() {
+        return None;
+    }
+    if cfg.load.replay_concurrency.is_some() {
+        Some("agentic Dynamo request traces are not supported with replay_concurrency")
+    } else if matches!(cfg.topology, Topology::Disaggregated { .. }) {
+        Some("agentic Dynamo request traces are not supported for disaggregated replay")
+    } else {
+        None
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Due {

@@ -119,6 +119,12 @@ impl Dependencies {
         }
     }
 
+    /// True for agentic workloads (requests released by dependencies or their own arrival,
+    /// never as turns of a session), even when no request waits for another.
+    pub fn is_agentic(&self) -> bool {
+        !self.num_waits.is_empty()
+    }
+
     /// True when no request waits for another.
     pub fn is_empty(&self) -> bool {
         self.dependents.is_empty()
