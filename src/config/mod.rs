@@ -7,6 +7,7 @@ mod json_fields;
 pub mod limits;
 pub mod router_config;
 
+use crate::engine::timing::Timing;
 use serde::{Deserialize, Serialize};
 
 /// Which role an engine plays (spec §1.2 rule 7).
@@ -67,7 +68,8 @@ impl EngineType {
 
 /// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Only the vLLM
 /// engine is simulated; keys with no effect offline are accepted by the parser and dropped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Not `Deserialize`: the timing model is built from files, not read back from a record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineArgs {
     pub engine_type: EngineType,
     pub num_gpu_blocks: u64,
@@ -93,6 +95,10 @@ pub struct EngineArgs {
     pub router_queue_policy: Option<QueuePolicy>,
     /// GPUs per worker for GPU-hours: `aic_tp_size.unwrap_or(1) * dp_size`.
     pub tp_size: u32,
+    /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
+    /// Left out of the serialised configuration when it is the default polynomial.
+    #[serde(skip_serializing_if = "Timing::is_polynomial")]
+    pub timing: Timing,
 }
 
 impl Default for EngineArgs {
@@ -116,6 +122,7 @@ impl Default for EngineArgs {
             kv_transfer_timing_mode: KvTransferTimingMode::FullPrompt,
             router_queue_policy: None,
             tp_size: 1,
+            timing: Timing::default(),
         }
     }
 }
@@ -171,7 +178,7 @@ impl Default for RouterConfig {
 }
 
 /// The worker pools of one deployment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Topology {
     Aggregated {
         num_workers: u32,
@@ -252,8 +259,9 @@ impl SimConfig {
     }
 }
 
-/// Everything one simulation needs besides the workload. Plain data: a sweep point resolves to one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything one simulation needs besides the workload. Plain data (plus shared, read-only timing
+/// models): a sweep point resolves to one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimConfig {
     pub topology: Topology,
     pub router_mode: RouterMode,
