@@ -238,7 +238,7 @@ output: "res/it's out"
 /// Points of a few seconds each, to cancel while they run.
 const SLOW_SPEC: &str = r#"
 name: slow
-workload: {input_tokens: 2000, output_tokens: 1000, request_count: 40000, request_rate: 50}
+workload: {input_tokens: 2000, output_tokens: 1000, request_count: 60000, request_rate: 50}
 engine: {block_size: 64}
 grid:
   num_workers: [1, 2, 3, 4]
@@ -420,11 +420,12 @@ fn slurm_array_merge_cancel_and_rerun() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let slow_logs = work.join("res/slow-logs");
+    // sweep.json is written just before the first points start; each takes seconds.
     wait_until(Duration::from_secs(60), || {
-        std::fs::read_to_string(slow_logs.join("shard-0.log"))
-            .is_ok_and(|l| l.contains("progress: "))
+        work.join("res/slow-shards/0/sweep.json").exists()
     })
     .expect("the slow shard started");
+    std::thread::sleep(Duration::from_millis(300));
     let array = cluster
         .cmd("squeue")
         .args(["--noheader", "--format=%F", "--name=dynosim-slow"])
