@@ -50,9 +50,12 @@ fn dynamo_record(id: &str, hashes: &str) -> String {
     )
 }
 
+/// (case, file name, content, flags, words the error must contain)
+type BadRecord<'a> = (&'a str, &'a str, String, Vec<&'a str>, Vec<&'a str>);
+
 #[test]
 fn bad_records_name_the_file_line_and_field() {
-    let cases: Vec<(&str, &str, String, Vec<&str>, Vec<&str>)> = vec![
+    let cases: Vec<BadRecord> = vec![
         (
             "agentic missing request_id",
             "a.jsonl",
