@@ -149,19 +149,7 @@ fn unsupported_features_are_refused() {
             &["mooncake-delta", "not supported yet"],
         ),
         (
-            "T --trace-format agentic_mooncake",
-            &["agentic_mooncake", "not supported yet"],
-        ),
-        (
-            "T --trace-format applied_compute_agentic --replay-concurrency 2",
-            &["applied_compute_agentic", "not supported yet"],
-        ),
-        (
-            "T T --trace-format dynamo",
-            &["dynamo", "not supported yet"],
-        ),
-        (
-            "T --extra-engine-args {\"engine_type\":\"trtllm\"}",
+            "T --extra-engine-args {\"engine_type\":\"sglang\"}",
             &["engine_type", "not supported by dynosim yet"],
         ),
         (
