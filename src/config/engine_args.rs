@@ -5,8 +5,10 @@
 //! * simulated: validated and copied into `EngineArgs`;
 //! * no effect on offline timing (live-mode ports, startup time, AIC memory fractions...):
 //!   type-checked, then dropped;
-//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, NPZ or
-//!   AIC timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, AIC
+//!   timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//!
+//! Timing-model keys (`planner_profile_data`) build the pool's model through a `TimingLoader`.
 //!
 //! Unknown keys are rejected with the closest valid key as a suggestion.
 
@@ -14,9 +16,11 @@ use super::json_fields::{parse_json_text, JsonObject};
 use super::{
     EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType,
 };
-use crate::engine::timing::TimingLoader;
+use crate::engine::timing::interpolated::PROFILE_ARRAYS;
+use crate::engine::timing::{Interpolated, Timing, TimingLoader};
 use crate::error::InputError;
 use serde_json::Value;
+use std::path::Path;
 
 /// Default vLLM block size, used when `block_size` is 0 or absent.
 pub const DEFAULT_VLLM_BLOCK_SIZE: u32 = 64;
@@ -211,13 +215,8 @@ pub fn parse_engine_args_with(
             _ => PreemptionMode::Lifo,
         };
     }
-    // The timing-model keys below build through `timing`; none is simulated yet.
-    let _ = timing;
-    if o.string("planner_profile_data")?.is_set() {
-        return Err(o.unsupported(
-            "planner_profile_data",
-            "the interpolated (NPZ profile) timing model is not implemented",
-        ));
+    if let Some(file) = o.string("planner_profile_data")?.value() {
+        a.timing = load_profile(&o, file, timing)?;
     }
     a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
     a.kv_transfer_bandwidth = o
@@ -249,6 +248,36 @@ pub fn parse_engine_args_with(
     parse_aic_keys(&o)?;
     parse_ignored_keys(&o)?;
     Ok(a)
+}
+
+/// `planner_profile_data`: a mocker-format NPZ file (relative to the loader's folder), loaded once
+/// per file. DynoSim treats any other path as a profiler results folder to convert; dynosim does
+/// not convert, and refuses it.
+fn load_profile(
+    o: &JsonObject,
+    file: &str,
+    timing: &mut TimingLoader,
+) -> Result<Timing, InputError> {
+    const KEY: &str = "planner_profile_data";
+    if Path::new(file).extension().and_then(|e| e.to_str()) != Some("npz") {
+        return Err(o.error(
+            KEY,
+            format!(
+                "= \"{file}\": expected the path of an .npz profile (arrays {}); dynosim does not \
+                 read profiler results folders: convert one with Dynamo's \
+                 convert_profile_results_to_npz (dynamo.mocker.utils.\
+                 planner_profiler_perf_data_converter) and pass the .npz file",
+                PROFILE_ARRAYS.join(", ")
+            ),
+        ));
+    }
+    let path = timing.resolve(file);
+    let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    timing
+        .get_or_build(format!("{KEY}:{}", key.display()), || {
+            Interpolated::from_npz(&path, file).map(Timing::interpolated)
+        })
+        .map_err(|e| InputError::new(format!("{}: key \"{KEY}\": {e}", o.origin())))
 }
 
 /// `engine_type`: case-insensitive, absent or null = vLLM.

@@ -562,19 +562,19 @@ impl<M: LatencyModel> Engine<M> {
     /// which a sequence completes (included), and only as far as the blocks sequences allocate
     /// on the way can be had without preempting anyone and, when the pool reports KV events,
     /// without evicting a block the router knows of. Such passes differ only in their duration
-    /// (the blocks in use grow as sequences cross block boundaries), which `durations` receives,
-    /// one per pass. Returns the number of passes (at least 2), or `None` when the next pass
+    /// (the blocks in use grow as sequences cross block boundaries, the mean context by one token
+    /// per pass), which `durations` receives, one per pass. Returns the number of passes (at least 2), or `None` when the next pass
     /// differs. On a prefill worker the passes take no time (their tokens are hidden) and are
     /// applied at once by the caller, so blocks the router knows of may be evicted on the way.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
         let prefill = self.args.worker_type == WorkerType::Prefill;
-        if !self.waiting.is_empty()
-            || self.running.is_empty()
-            || (!prefill && self.model.decode_depends_on_context())
-        {
+        if !self.waiting.is_empty() || self.running.is_empty() {
             return None;
         }
+        // Whether each pass's duration must be evaluated (the context grows every pass), or
+        // only when the blocks in use change.
+        let per_pass = !prefill && self.model.decode_depends_on_context();
         let n = self.running.len() as u64;
         if self.args.max_num_batched_tokens.unwrap_or(u64::MAX) < n {
             return None;
@@ -618,18 +618,19 @@ impl<M: LatencyModel> Engine<M> {
             }
         }
         let quiet = self.pool.quiet_allocations(total, !prefill);
-        let ctx = ctx_sum / n;
         let mut active = self.pool.num_active();
         let mut used = 0u32;
         let mut d = f64::NAN;
         for i in 0..k as usize {
             let a = self.scratch_allocs[i];
-            if a > 0 || i == 0 {
+            if a > 0 || i == 0 || per_pass {
                 used += a;
                 if used > quiet {
                     break;
                 }
                 active += a;
+                // Pass i sees every sequence i tokens longer: the mean as a pass computes it.
+                let ctx = (ctx_sum + i as u64 * n) / n;
                 d = if prefill {
                     0.0
                 } else {

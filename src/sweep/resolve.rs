@@ -630,6 +630,42 @@ mod tests {
     }
 
     #[test]
+    fn profiles_resolve_against_the_spec_folder_and_load_once_per_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/profiles");
+        let text = format!(
+            "{SYN}grid:\n  engine.planner_profile_data: [perf_h200_example.npz, own_profile.npz]\n  \
+             engine.max_num_seqs: [8, 16]\n"
+        );
+        let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
+        let mut r = Resolver::new(&s);
+        let pts: Vec<_> = (0..4).map(|i| r.resolve(i).unwrap()).collect();
+        assert_eq!(r.timing.num_built(), 2);
+        let file_of = |p: &ResolvedPoint| {
+            let Topology::Aggregated { engine, .. } = &p.config.topology else {
+                unreachable!()
+            };
+            serde_json::to_value(&engine.timing).unwrap()["file"].clone()
+        };
+        let files: Vec<_> = pts.iter().map(file_of).collect();
+        assert_eq!(files.iter().filter(|f| *f == "own_profile.npz").count(), 2);
+        assert_eq!(
+            files
+                .iter()
+                .filter(|f| *f == "perf_h200_example.npz")
+                .count(),
+            2
+        );
+        // A missing file is a spec error naming the key path and the file.
+        let text = format!("{SYN}engine: {{planner_profile_data: nope.npz}}\n");
+        let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
+        let e = Resolver::new(&s).resolve(0).unwrap_err().0;
+        assert!(
+            e.contains("planner_profile_data") && e.contains("nope.npz"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn base_point_matches_run_defaults() {
         let pts = resolve_all(SYN).unwrap();
         assert_eq!(pts.len(), 1);
