@@ -150,9 +150,10 @@ pub fn parse_engine_args_with(
 ) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
-    let mut a = EngineArgs::default();
-
-    a.engine_type = parse_engine_type(&o)?;
+    let mut a = EngineArgs {
+        engine_type: parse_engine_type(&o)?,
+        ..EngineArgs::default()
+    };
     if a.engine_type == EngineType::Trtllm {
         a.block_size = DEFAULT_TRTLLM_BLOCK_SIZE;
     }
