@@ -7,6 +7,8 @@
 //! output folder's files), `leaderboard` (feasibility, ranking, Pareto, CSV/JSON), `merge`.
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
+pub mod columns;
+pub mod console;
 pub mod leaderboard;
 pub mod merge;
 pub mod record;

@@ -13,6 +13,7 @@ use super::record::{
 };
 use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
+use super::{columns, console};
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -778,9 +779,10 @@ pub(crate) fn write_leaderboards(
             dir.display()
         ))
     };
+    let key = columns::key_metrics(&spec.rank_by, &spec.require, &spec.pareto);
     write_atomic(
         &dir.join(CSV_FILE),
-        &leaderboard::csv_bytes(&rows, &columns),
+        &leaderboard::csv_bytes(&rows, &columns, &key),
     )
     .map_err(io)?;
     let meta = Meta {
@@ -798,10 +800,7 @@ pub(crate) fn write_leaderboards(
     })
     .map_err(io)?;
     if !quiet {
-        print!(
-            "{}",
-            leaderboard::top_table(&rows, &spec.rank_by, &columns, 10)
-        );
+        print!("{}", console::top_table(&rows, &key, &columns, 10));
     }
     Ok(())
 }
