@@ -9,7 +9,10 @@
 
 pub mod columns;
 pub mod console;
+pub mod folder;
+pub mod html;
 pub mod leaderboard;
+pub mod markdown;
 pub mod merge;
 pub mod record;
 pub mod resolve;

@@ -13,7 +13,7 @@ use super::record::{
 };
 use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
-use super::{columns, console};
+use super::{columns, console, html, markdown};
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -761,7 +761,8 @@ pub(crate) fn run_with(
     Ok(outcome)
 }
 
-/// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
+/// Writes `leaderboard.csv`, `leaderboard.json`, `leaderboard.md` and `report.html` (atomically)
+/// and prints the top-10 table.
 pub(crate) fn write_leaderboards(
     dir: &Path,
     spec: &Spec,
@@ -798,6 +799,22 @@ pub(crate) fn write_leaderboards(
     write_atomic_with(&dir.join(JSON_FILE), |w| {
         leaderboard::write_json(&rows, &meta, w)
     })
+    .map_err(io)?;
+    let page = html::Page {
+        spec,
+        points_total: total,
+        shard,
+        interrupted,
+    };
+    write_atomic(
+        &dir.join(html::HTML_FILE),
+        html::html(&rows, &columns, &page).as_bytes(),
+    )
+    .map_err(io)?;
+    write_atomic(
+        &dir.join(markdown::MD_FILE),
+        markdown::markdown(&rows, &columns, &key, markdown::MD_ROWS).as_bytes(),
+    )
     .map_err(io)?;
     if !quiet {
         print!("{}", console::top_table(&rows, &key, &columns, 10));
