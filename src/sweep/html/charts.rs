@@ -224,13 +224,18 @@ pub fn cdf(curves: &[Curve], x_desc: &str) -> Result<Chart, String> {
             .margin(16)
             .x_label_area_size(46)
             .y_label_area_size(60)
-            .build_cartesian_2d((floor..hi * 1.2).log_scale(), 0.0..1.0)
+            .build_cartesian_2d(
+                (floor..hi * 1.2)
+                    .log_scale()
+                    .with_key_points(log_ticks(floor, hi * 1.2)),
+                0.0..1.0,
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
             .y_desc("fraction of requests ≤ x")
-            .x_label_formatter(&log_tick)
+            .x_label_formatter(&tick)
             .max_light_lines(1)
             .y_label_formatter(&|v| format!("{v:.1}"))
             .axis_desc_style((FONT, 15))
@@ -273,16 +278,27 @@ pub fn cdf(curves: &[Curve], x_desc: &str) -> Result<Chart, String> {
     Ok(Chart { svg, marks })
 }
 
-/// Log-axis labels only at 1, 2 and 5 times a power of ten (the others crowd each other).
-fn log_tick(v: &f64) -> String {
-    if *v <= 0.0 {
-        return String::new();
-    }
-    let m = v / 10f64.powf(v.log10().floor());
-    if [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6) {
-        tick(v)
+/// Ticks of a log axis over `lo..hi`: 1, 2 and 5 times powers of ten, or every integer multiple
+/// when that leaves fewer than four (a range within a decade or so).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let pick = |mantissas: &[f64]| -> Vec<f64> {
+        let mut out = Vec::new();
+        let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        for d in d0..=d1 {
+            for m in mantissas {
+                let v = m * 10f64.powi(d);
+                if v >= lo && v <= hi {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    };
+    let coarse = pick(&[1.0, 2.0, 5.0]);
+    if coarse.len() >= 4 || !(lo > 0.0 && hi > lo) {
+        coarse
     } else {
-        String::new()
+        pick(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
     }
 }
 
@@ -416,10 +432,14 @@ mod tests {
         assert!(c.svg.contains("<polyline"));
         assert_eq!(c.marks.len(), 3);
         assert_eq!(c.marks[1].title, "point 1: p50 = 10");
-        assert_eq!(log_tick(&20.0), "20");
-        assert_eq!(log_tick(&0.5), "0.500");
-        assert_eq!(log_tick(&500.0), "500");
-        assert_eq!(log_tick(&70.0), "");
+        let t = log_ticks(3.0, 1500.0);
+        assert_eq!(t.len(), 8, "{t:?}");
+        assert!(
+            (t[0] - 5.0).abs() < 1e-9 && (t[7] - 1000.0).abs() < 1e-9,
+            "{t:?}"
+        );
+        let t = log_ticks(22.0, 130.0);
+        assert_eq!(t.len(), 8, "30..=90 and 100: {t:?}");
         let b = bars(
             &[Bar {
                 label: "#3".into(),

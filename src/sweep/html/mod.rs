@@ -82,7 +82,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dt{font-weig
 .mark:hover{outline:2px solid #d62728}\
 .table{overflow-x:auto;max-width:100%}\
 table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ddd;padding:2px 6px;white-space:nowrap}\
-th{background:#f3f3f3;position:sticky;top:0}td.n{text-align:right}td.reason{white-space:normal;max-width:420px}\
+th{background:#f3f3f3;position:sticky;top:0}td.n{text-align:right}td.reason{white-space:normal;min-width:260px;max-width:420px}\
 tr.infeasible td{color:#777}tr.front td:nth-child(3){font-weight:bold}";
 
 /// The whole page.
