@@ -13,7 +13,7 @@ mod driver;
 use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
-use crate::engine::timing::Polynomial;
+use crate::engine::timing::Timing;
 use crate::engine::vllm::{Engine, PassOutput};
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
@@ -81,7 +81,7 @@ impl Ord for Event {
 
 struct Worker {
     role: Role,
-    ranks: Vec<Engine<Polynomial>>,
+    ranks: Vec<Engine<Timing>>,
     outputs: Vec<PassOutput>,
     busy: bool,
     /// Its last pass changed nothing: not restarted until something is delivered to it.
@@ -244,7 +244,7 @@ impl<'w> Sim<'w> {
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Engine::new(args, Polynomial, record))
+                    .map(|_| Engine::new(args, args.timing.clone(), record))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {

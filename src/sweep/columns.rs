@@ -1,11 +1,11 @@
 //! Which leaderboard columns come first and how numbers are written for people: the key metrics
-//! of a spec (`rank_by`, then `require`, then `pareto`) ahead of every other metric, and floats
-//! cut to 10 significant digits for `leaderboard.csv` (a spreadsheet keeps 15, and nobody reads
-//! 17). Shared by the CSV, the console table, `leaderboard.md` and `report.html`; it formats and
+//! of a spec (`rank_by`, then `require`, then `pareto`) ahead of every other metric, and short
+//! numbers for screens (the CSV's 10 significant digits live in `values`). Shared by the CSV, the console table, `leaderboard.md` and `report.html`; it formats and
 //! orders, it never ranks.
 
 use super::spec::{Bound, Objective};
-use serde_json::{Number, Value};
+pub use super::values::{csv_number, float_sig, CSV_SIGNIFICANT_DIGITS};
+use serde_json::Value;
 
 /// The metrics a spec asks about, in the order `rank_by`, `require`, `pareto`, each once;
 /// `gpus` is left out (it has its own column).
@@ -30,34 +30,6 @@ pub fn ordered_metrics(key: &[String], all: &[String]) -> Vec<String> {
     let mut out: Vec<String> = key.iter().filter(|k| all.contains(k)).cloned().collect();
     out.extend(all.iter().filter(|m| !key.contains(m)).cloned());
     out
-}
-
-/// Significant digits of a float in `leaderboard.csv`.
-pub const CSV_SIGNIFICANT_DIGITS: usize = 10;
-
-/// A float rounded to `digits` significant digits, written in the shortest form that reads back
-/// as that rounded value, never with an exponent (`1162.735249`, `0.00000015`).
-pub fn float_sig(x: f64, digits: usize) -> String {
-    if !x.is_finite() || x == 0.0 {
-        return format!("{x}");
-    }
-    // `{:e}` rounds the decimal expansion exactly (round half to even on the true binary
-    // value), so the result is the same on every machine.
-    let rounded: f64 = format!("{x:.prec$e}", prec = digits.saturating_sub(1).max(0))
-        .parse()
-        .unwrap_or(x);
-    format!("{rounded}")
-}
-
-/// A JSON number for the CSV: integers exactly, floats to [`CSV_SIGNIFICANT_DIGITS`].
-pub fn csv_number(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else {
-        float_sig(n.as_f64().unwrap_or(f64::NAN), CSV_SIGNIFICANT_DIGITS)
-    }
 }
 
 /// A number for a table read on screen: integers whole, other values with two decimals (four

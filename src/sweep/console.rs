@@ -6,7 +6,7 @@
 use super::columns::{short_number, short_value, shorten};
 use super::leaderboard::Row;
 use super::record::{Status, CSV_FILE};
-use super::resolve::value_text;
+use super::values::value_text;
 
 /// Terminal width the table fits in.
 pub const WIDTH: usize = 100;

@@ -54,28 +54,35 @@ pub fn read_folder(dir: &Path) -> Result<Folder, SweepError> {
     })
 }
 
-/// What `leaderboard.json` says about the run that wrote it (false when unreadable).
-fn was_interrupted(dir: &Path) -> bool {
+/// What `leaderboard.json` says about the run that wrote it: interrupted, and the points a
+/// partial merge lacks (nothing when unreadable).
+fn run_flags(dir: &Path) -> (bool, u64) {
     #[derive(serde::Deserialize)]
-    struct Flag {
+    struct Flags {
         #[serde(default)]
         interrupted: bool,
+        #[serde(default)]
+        missing_points: Vec<u64>,
     }
     std::fs::File::open(dir.join(JSON_FILE))
         .ok()
-        .and_then(|f| serde_json::from_reader::<_, Flag>(std::io::BufReader::new(f)).ok())
-        .is_some_and(|f| f.interrupted)
+        .and_then(|f| serde_json::from_reader::<_, Flags>(std::io::BufReader::new(f)).ok())
+        .map_or((false, 0), |f| {
+            (f.interrupted, f.missing_points.len() as u64)
+        })
 }
 
 /// `dynosim report DIR`: rewrites `DIR/report.html` from the folder's points; returns its path.
 pub fn rewrite_report(dir: &Path) -> Result<PathBuf, SweepError> {
     let f = read_folder(dir)?;
     let rows = rank(&f.records, &f.spec.rank_by, &f.spec.pareto);
+    let (interrupted, missing) = run_flags(dir);
     let page = html::Page {
         spec: &f.spec,
         points_total: f.meta.points_total,
         shard: f.meta.shard.map(|[k, n]| (k, n)),
-        interrupted: was_interrupted(dir),
+        interrupted,
+        missing,
     };
     let path = dir.join(html::HTML_FILE);
     write_atomic(

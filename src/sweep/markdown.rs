@@ -5,7 +5,7 @@
 use super::columns::{short_number, short_value};
 use super::leaderboard::Row;
 use super::record::{Status, CSV_FILE};
-use super::resolve::value_text;
+use super::values::value_text;
 
 pub const MD_FILE: &str = "leaderboard.md";
 

@@ -12,12 +12,14 @@
 //! point `invalid`.
 
 use super::spec::{Mode, Param, Pool, Spec};
-use crate::config::engine_args::parse_engine_args;
+use super::values::{canonical_json, value_text};
+use crate::config::engine_args::parse_engine_args_with;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
 };
+use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
@@ -123,55 +125,12 @@ pub fn merge_over(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     }
 }
 
-/// JSON text with object keys sorted at every level: the canonical form that is hashed.
-pub fn canonical_json(v: &Value) -> String {
-    fn write(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(&m[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(x, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    write(v, &mut s);
-    s
-}
-
-/// Text of a parameter value for tables and the CSV (strings unquoted).
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => super::leaderboard::number_text(n),
-        other => other.to_string(),
-    }
-}
-
 /// Resolves points of one spec, caching parsed engine and router JSON (grids repeat them).
 pub struct Resolver<'s> {
     spec: &'s Spec,
     engines: HashMap<String, Result<EngineArgs, InputError>>,
+    /// Timing models of the sweep, one per distinct source, files relative to the spec.
+    timing: TimingLoader,
     routers: HashMap<String, Result<RouterConfig, InputError>>,
 }
 
@@ -325,6 +284,7 @@ impl<'s> Resolver<'s> {
         Resolver {
             spec,
             engines: HashMap::new(),
+            timing: TimingLoader::new(&spec.dir),
             routers: HashMap::new(),
         }
     }
@@ -334,7 +294,7 @@ impl<'s> Resolver<'s> {
         let key = format!("{origin}\n{}", canonical_json(&v));
         self.engines
             .entry(key)
-            .or_insert_with(|| parse_engine_args(&v, origin))
+            .or_insert_with(|| parse_engine_args_with(&v, origin, &mut self.timing))
             .clone()
     }
 

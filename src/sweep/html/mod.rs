@@ -9,8 +9,8 @@ pub mod charts;
 use super::columns::{key_metrics, ordered_metrics, short_number, short_value};
 use super::leaderboard::{metric_columns, pareto_front, Row};
 use super::record::{PointRecord, Status};
-use super::resolve::value_text;
 use super::spec::{Objective, Spec};
+use super::values::value_text;
 use charts::{Bar, Chart, Curve, ScatterPoint};
 use serde_json::Value;
 use std::fmt::Write;
@@ -36,6 +36,8 @@ pub struct Page<'a> {
     pub points_total: u64,
     pub shard: Option<(u32, u32)>,
     pub interrupted: bool,
+    /// Points a partial merge lacks.
+    pub missing: u64,
 }
 
 /// Escapes text for HTML content and attribute values.
@@ -210,6 +212,9 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
     }
     if page.interrupted {
         points.push_str(" (interrupted: finish with --resume)");
+    }
+    if page.missing > 0 {
+        let _ = write!(points, " ({} missing from a partial merge)", page.missing);
     }
     item("points", points);
     out.push_str("</dl>\n");

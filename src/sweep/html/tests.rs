@@ -66,6 +66,7 @@ fn page_has_question_charts_titles_and_table() {
         points_total: 3,
         shard: None,
         interrupted: false,
+        missing: 0,
     };
     let h = html(&rows, &params, &page);
     // Self-contained: no script, no link to anything (the SVG namespace is a name, not a
@@ -115,6 +116,7 @@ fn capacity_bars_when_the_rows_have_a_capacity() {
         points_total: 2,
         shard: Some((0, 2)),
         interrupted: true,
+        missing: 0,
     };
     let h = html(&rows, &spec.param_columns(), &page);
     assert!(h.contains("Capacity per GPU"));
