@@ -31,7 +31,7 @@ pub fn float_sig(x: f64, digits: usize) -> String {
     }
     // `{:e}` rounds the decimal expansion exactly (round half to even on the true binary
     // value), so the result is the same on every machine.
-    let rounded: f64 = format!("{x:.prec$e}", prec = digits.saturating_sub(1).max(0))
+    let rounded: f64 = format!("{x:.prec$e}", prec = digits.saturating_sub(1))
         .parse()
         .unwrap_or(x);
     format!("{rounded}")

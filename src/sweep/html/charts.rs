@@ -80,7 +80,7 @@ fn tick(v: &f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
-    } else if a >= 1e6 || a < 1e-3 {
+    } else if !(1e-3..1e6).contains(&a) {
         format!("{v:.1e}")
     } else if a >= 10.0 {
         format!("{v:.0}")
