@@ -136,7 +136,11 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
             .collect(),
         true,
     ));
-    for m in key {
+    // A key "metric" that is a parameter or gpus already has its column.
+    for m in key
+        .iter()
+        .filter(|m| *m != "gpus" && !param_columns.contains(m))
+    {
         let cells: Vec<String> = shown
             .iter()
             .map(|r| match r.rec.metric(m) {
@@ -309,6 +313,10 @@ mod tests {
             "engine.max_num_batched_tokens".into(),
         ];
         let t = top_table(&rows, &key[..3], &params, 10);
+        // A parameter named as a key metric is not shown twice.
+        let with_param: Vec<String> = vec!["num_workers".into(), key[0].clone()];
+        let t2 = top_table(&rows, &with_param, &params, 10);
+        assert_eq!(t2.matches("workers").count(), 1, "{t2}");
         for l in t.lines() {
             assert!(l.chars().count() <= WIDTH, "{l:?} is too wide\n{t}");
         }

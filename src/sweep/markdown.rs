@@ -22,7 +22,12 @@ pub fn markdown(rows: &[Row], params: &[String], key: &[String], n: usize) -> St
     let mut header: Vec<String> = vec!["rank".into(), "point".into(), "status".into()];
     header.extend(params.iter().cloned());
     header.push("gpus".into());
-    header.extend(key.iter().cloned());
+    // A key "metric" that is a parameter or gpus already has its column.
+    let key: Vec<&String> = key
+        .iter()
+        .filter(|m| *m != "gpus" && !params.contains(m))
+        .collect();
+    header.extend(key.iter().map(|m| m.to_string()));
     header.push("reason".into());
     let numeric = |h: &str| !matches!(h, "status" | "reason") && !params.iter().any(|p| p == h);
     let mut out = String::new();
@@ -55,10 +60,10 @@ pub fn markdown(rows: &[Row], params: &[String], key: &[String], n: usize) -> St
                 .map(|c| r.parameters.get(c).map(value_text).unwrap_or_default()),
         );
         cells.push(r.gpus.map(|g| g.to_string()).unwrap_or_default());
-        for m in key {
+        for m in &key {
             cells.push(match r.metric(m) {
                 Some(x) => short_number(x),
-                None => short_value(r.report.as_ref().and_then(|rep| rep.get(m))),
+                None => short_value(r.report.as_ref().and_then(|rep| rep.get(m.as_str()))),
             });
         }
         cells.push(match r.status {
