@@ -25,9 +25,9 @@ use crate::config::limits::{
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::SimOutput;
+use crate::workload::formats::TraceSpec;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::synthetic::SyntheticSpec;
-use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
     pub simulate: fn(&Workload, &PromptBlocks, &SimConfig) -> Result<SimOutput, SimError>,
-    pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
+    pub load_trace: fn(&TraceSpec) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
 }
 
@@ -56,7 +56,7 @@ fn simulate_shared(
 
 pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: simulate_shared,
-    load_trace: crate::workload::trace::load_trace_with,
+    load_trace: TraceSpec::load,
     generate: crate::workload::synthetic::generate,
 };
 
@@ -524,20 +524,10 @@ pub(crate) fn run_with(
             continue;
         }
         let loaded = match src {
-            WorkloadSource::Trace {
-                paths,
-                trace_block_size,
-                closed_loop,
-                ..
-            } => (backend.load_trace)(
-                &paths[0],
-                *trace_block_size,
-                if *closed_loop {
-                    Timing::ClosedLoop
-                } else {
-                    Timing::OpenLoop
-                },
-            ),
+            WorkloadSource::Trace { .. } => match src.trace_spec() {
+                Some(t) => (backend.load_trace)(&t),
+                None => unreachable!("a trace source has a trace spec"),
+            },
             WorkloadSource::Synthetic {
                 spec: s,
                 block_size,
