@@ -402,6 +402,14 @@ fn build_topology(
                     prefill.dp_size, decode.dp_size
                 )));
             }
+            if prefill.engine_type != decode.engine_type {
+                return Err(err(format!(
+                    "disaggregated replay requires the same engine_type in \
+                     --prefill-engine-args and --decode-engine-args (got {} and {})",
+                    prefill.engine_type.display_name(),
+                    decode.engine_type.display_name()
+                )));
+            }
             if prefill.block_size != decode.block_size {
                 return Err(err(format!(
                     "disaggregated replay requires the same block_size in \
@@ -616,6 +624,15 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     }
     let workload = plan.workload.load(block_size)?;
     for w in &workload.warnings {
+        eprintln!("warning: {w}");
+    }
+    for w in plan
+        .sim
+        .topology
+        .engines()
+        .iter()
+        .flat_map(|e| e.warnings())
+    {
         eprintln!("warning: {w}");
     }
     // Once loaded, its shareable prompt blocks are counted exactly (unless a quick bound of them
@@ -985,7 +1002,7 @@ mod tests {
         ("t --extra-engine-args {", &["--extra-engine-args: invalid JSON", "column"]),
         ("t --extra-engine-args [1]", &["--extra-engine-args", "must be a JSON object"]),
         ("t --extra-engine-args {\"num_gpu_block\":5}", &["did you mean \"num_gpu_blocks\""]),
-        ("t --extra-engine-args {\"engine_type\":\"sglang\"}", &["not supported by dynosim yet"]),
+        ("t --extra-engine-args {\"engine_type\":\"trtllm\"}", &["not supported by dynosim yet"]),
         ("t --router-config {\"x\":1}", &["--router-config: unknown key \"x\""]),
         ("t --router-config {\"router_prefill_load_model\":\"aic\"}", &["not supported by dynosim yet"]),
         // Rule 9.
