@@ -5,10 +5,10 @@
 //! never depends on scheduling, on `-j`, or on how the points were split across shards.
 
 use super::record::{PointRecord, Status, DYNOSIM_VERSION};
-use super::resolve::value_text;
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
+use super::values::{cell, float_text, value_text};
 use serde::Serialize;
-use serde_json::{json, Map, Number, Value};
+use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
 
 /// One leaderboard row.
@@ -19,22 +19,6 @@ pub struct Row<'a> {
     pub rank: Option<u64>,
     /// On the Pareto front (`ok` points only); `None` for points that did not run.
     pub pareto: Option<bool>,
-}
-
-/// Plain text of a JSON number: integers as integers, floats in Rust's shortest round-trip
-/// form (never an exponent).
-pub fn number_text(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else {
-        float_text(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
-fn float_text(x: f64) -> String {
-    format!("{x}")
 }
 
 /// `ok` or `infeasible` for a simulated point, with the violated bounds as the reason.
@@ -187,14 +171,6 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
     keys.sort();
     keys.dedup();
     keys
-}
-
-fn cell(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::Number(n)) => number_text(n),
-        Some(other) => value_text(other),
-    }
 }
 
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,

@@ -2,17 +2,22 @@
 //! simulated independently on a rayon pool over the shared read-only workload, ranked into
 //! leaderboards. Shards of one grid run on different machines and are merged afterwards.
 //!
-//! Stages, one file each: `spec` (YAML -> validated spec), `resolve` (point -> `SimConfig` +
-//! workload + verdict), `runner` (load, run in parallel, record), `record` (points.jsonl and the
-//! output folder's files), `leaderboard` (feasibility, ranking, Pareto, CSV/JSON), `merge`.
+//! Stages, in data-flow order: expand (`spec`: YAML -> validated spec and its grid; `resolve`:
+//! point -> `SimConfig` + workload + verdict), plan (`runner`: which simulations to run — every
+//! grid point once, or a capacity search's probes), execute (`execute`: the units of work on a
+//! rayon pool), record (`record`: points.jsonl and the output folder's files), rank
+//! (`leaderboard`: feasibility, ranking, Pareto), write (`leaderboard`: CSV/JSON), and `merge`.
+//! `values` (how values are written as text) is the leaf every stage shares.
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
+pub mod execute;
 pub mod leaderboard;
 pub mod merge;
 pub mod record;
 pub mod resolve;
 pub mod runner;
 pub mod spec;
+pub mod values;
 
 use crate::error::InputError;
 use std::path::{Path, PathBuf};

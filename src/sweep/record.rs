@@ -2,8 +2,9 @@
 //! files of an output folder: `points.jsonl` (appended one complete line at a time, read back
 //! tolerating a line cut short by a kill), `spec.yaml`, `sweep.json`, atomic writes.
 
-use super::resolve::{canonical_json, ResolvedPoint, WorkloadSource};
+use super::resolve::{ResolvedPoint, WorkloadSource};
 use super::spec::sha256_hex;
+use super::values::canonical_json;
 use crate::config::SimConfig;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};

@@ -12,6 +12,7 @@
 //! point `invalid`.
 
 use super::spec::{Mode, Param, Pool, Spec};
+use super::values::{canonical_json, value_text};
 use crate::config::engine_args::parse_engine_args;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
@@ -120,51 +121,6 @@ pub fn merge_over(base: &mut Map<String, Value>, over: &Map<String, Value>) {
                 base.insert(k.clone(), v.clone());
             }
         }
-    }
-}
-
-/// JSON text with object keys sorted at every level: the canonical form that is hashed.
-pub fn canonical_json(v: &Value) -> String {
-    fn write(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(&m[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(x, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    write(v, &mut s);
-    s
-}
-
-/// Text of a parameter value for tables and the CSV (strings unquoted).
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => super::leaderboard::number_text(n),
-        other => other.to_string(),
     }
 }
 

@@ -5,14 +5,16 @@
 //! Each point is an independent simulation over a shared, read-only workload; the order points
 //! finish in never reaches an output file except `points.jsonl` (whose order does not matter).
 
+use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::record::{
     file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
     PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
     POINTS_FILE, SPEC_FILE,
 };
-use super::resolve::{value_text, ResolvedPoint, Resolver, Verdict, WorkloadSource};
+use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
+use super::values::value_text;
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -31,7 +33,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Once, OnceLock};
 
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
@@ -668,13 +670,6 @@ pub(crate) fn run_with(
         b.set_message(best_text(r));
     }
 
-    // Worker threads get a main thread's stack, so a point that runs under `dynosim run` also
-    // runs here.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs.unwrap_or(0))
-        .stack_size(8 << 20)
-        .build()
-        .map_err(|e| SweepError::Io(format!("cannot start worker threads: {e}")))?;
     // Prompt blocks per (workload, block size), shared by the points that use them.
     let prompt_blocks: HashMap<(usize, u32), OnceLock<PromptBlocks>> = tasks
         .iter()
@@ -685,59 +680,44 @@ pub(crate) fn run_with(
             )
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let finished: Mutex<Vec<PointRecord>> = Mutex::new(Vec::with_capacity(tasks.len()));
-    let write_error: Mutex<Option<String>> = Mutex::new(None);
-    let threads = pool.current_num_threads().max(1);
-    pool.scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|_| loop {
-                if stop() || write_error.lock().is_some() {
-                    break;
+    let work = |t: usize| {
+        let task = &tasks[t];
+        run_one(
+            task.rec.clone(),
+            &workloads[task.workload],
+            &prompt_blocks[&(task.workload, task.config.topology.block_size())],
+            &task.config,
+            &spec,
+            backend,
+        )
+    };
+    let done = |rec: &PointRecord| {
+        writer
+            .append(rec)
+            .map_err(|e| format!("cannot append to {}: {e}", writer.path.display()))?;
+        if let Some(b) = &bar {
+            if rec.status == Status::Ok {
+                let mut cur = best.lock();
+                if cur
+                    .as_ref()
+                    .is_none_or(|c| compare(rec, c, &spec.rank_by).is_lt())
+                {
+                    b.set_message(best_text(rec));
+                    *cur = Some(rec.clone());
                 }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&t) = order.get(i) else {
-                    break;
-                };
-                let task = &tasks[t];
-                let rec = run_one(
-                    task.rec.clone(),
-                    &workloads[task.workload],
-                    &prompt_blocks[&(task.workload, task.config.topology.block_size())],
-                    &task.config,
-                    &spec,
-                    backend,
-                );
-                if let Err(e) = writer.append(&rec) {
-                    *write_error.lock() =
-                        Some(format!("cannot append to {}: {e}", writer.path.display()));
-                }
-                if let Some(b) = &bar {
-                    if rec.status == Status::Ok {
-                        let mut cur = best.lock();
-                        if cur
-                            .as_ref()
-                            .is_none_or(|c| compare(&rec, c, &spec.rank_by).is_lt())
-                        {
-                            b.set_message(best_text(&rec));
-                            *cur = Some(rec.clone());
-                        }
-                    }
-                    b.inc(1);
-                }
-                finished.lock().push(rec);
-            });
+            }
+            b.inc(1);
         }
-    });
+        Ok(())
+    };
+    let finished = execute(opts.jobs, &order, stop, &work, &done);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    if let Some(e) = write_error.into_inner() {
-        return Err(SweepError::Io(e));
-    }
+    let finished = finished?;
     let interrupted = stop();
     let mut records = settled;
-    records.extend(finished.into_inner());
+    records.extend(finished);
     records.sort_by_key(|r| r.point);
 
     outcome.interrupted = interrupted;
