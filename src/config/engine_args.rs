@@ -128,11 +128,11 @@ pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<EngineArgs, Input
 pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
-    let mut a = EngineArgs::default();
-
-    a.engine_type = parse_engine_type(&o)?;
-
-    a.worker_type = parse_worker_type(&o)?;
+    let mut a = EngineArgs {
+        engine_type: parse_engine_type(&o)?,
+        worker_type: parse_worker_type(&o)?,
+        ..EngineArgs::default()
+    };
 
     if let Some(n) = o
         .int("num_gpu_blocks", 1, super::limits::MAX_NUM_GPU_BLOCKS)?
@@ -307,7 +307,11 @@ fn parse_sglang(
     )? {
         g.schedule_conservativeness = c;
     }
-    if s.contains("chunked_prefill_size") && g.chunked_prefill_size % u64::from(a.block_size) != 0 {
+    if s.contains("chunked_prefill_size")
+        && !g
+            .chunked_prefill_size
+            .is_multiple_of(u64::from(a.block_size))
+    {
         return Err(o.error(
             "sglang",
             format!(

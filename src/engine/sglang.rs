@@ -395,7 +395,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             scored.push((deprioritized, std::cmp::Reverse(prefix), slot));
         }
         // Stable: ties keep their queue order.
-        scored.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        scored.sort_by_key(|x| (x.0, x.1));
         self.waiting.clear();
         self.waiting.extend(scored.iter().map(|x| x.2));
     }
@@ -525,7 +525,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let page = self.s.page;
         self.running
             .iter()
-            .filter(|&&i| self.reqs[i as usize].len() % page == 0)
+            .filter(|&&i| self.reqs[i as usize].len().is_multiple_of(page))
             .count() as u32
     }
 
