@@ -485,7 +485,7 @@ fn unknown_engine_and_router_keys_inside_axes() {
             vec!["point 1", "\"max_num_seqs\"", "an integer", "string \"ten\""],
         ),
         (
-            format!("{SYN}grid:\n  engine.engine_type: [vllm, sglang]\n"),
+            format!("{SYN}grid:\n  engine.engine_type: [vllm, trtllm]\n"),
             vec!["point 1", "engine_type", "not supported by dynosim yet"],
         ),
     ];

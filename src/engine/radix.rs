@@ -117,12 +117,41 @@ impl RadixCache {
         self.clock
     }
 
+    /// Leading pages of `node`'s key equal to pages `from..end` of `keys`.
     fn common(&self, node: u32, keys: &PageKeys, from: u32, end: u32) -> u32 {
         let k = &self.nodes[node as usize].key;
-        let n = (k.len() as u32).min(end - from);
-        (0..n)
-            .take_while(|&j| k[j as usize] == keys.get(from + j))
+        let n = (k.len() as u32).min(end - from) as usize;
+        // The shareable part compares slice against slice (the hot loop of LPM scoring).
+        let shared = keys.shared.get(from as usize..).unwrap_or(&[]);
+        let m = n.min(shared.len());
+        // Whole chunks first (branch-free, vectorisable), then the chunk that differs.
+        const CHUNK: usize = 16;
+        let mut same = 0;
+        for (ka, sb) in k[..m]
+            .chunks_exact(CHUNK)
+            .zip(shared[..m].chunks_exact(CHUNK))
+        {
+            if !ka
+                .iter()
+                .zip(sb)
+                .fold(true, |eq, (a, b)| eq & (*a == *b as u64))
+            {
+                break;
+            }
+            same += CHUNK;
+        }
+        same += k[same..m]
+            .iter()
+            .zip(&shared[same..m])
+            .take_while(|(a, b)| **a == **b as u64)
+            .count();
+        if same < m {
+            return same as u32;
+        }
+        (m..n)
+            .take_while(|&j| k[j] == keys.get(from + j as u32))
             .count() as u32
+            + m as u32
     }
 
     /// Longest cached prefix of the first `n` pages: (pages matched, node ending it). Splits the

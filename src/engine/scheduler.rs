@@ -1,6 +1,6 @@
 //! The one engine interface the simulator talks to: a worker rank runs a vLLM or an SGLang
-//! scheduler over the shared parts (KV pools, timing). Disaggregated hand-offs and decode
-//! strides are vLLM-only today; an SGLang rank answers them as "nothing to do".
+//! scheduler over the shared parts (KV pools, timing). Disaggregated hand-offs are vLLM-only
+//! today; an SGLang rank answers them as "nothing to do".
 
 use super::kv::KvEvent;
 use super::sglang::SglangEngine;
@@ -107,13 +107,14 @@ impl<M: LatencyModel> Scheduler<M> {
     pub fn plan_stride(&mut self, max: u32, durations: &mut Vec<f64>) -> Option<u32> {
         match self {
             Scheduler::Vllm(e) => e.plan_stride(max, durations),
-            Scheduler::Sglang(_) => None,
+            Scheduler::Sglang(e) => e.plan_stride(max, durations),
         }
     }
 
     pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
-        if let Scheduler::Vllm(e) = self {
-            e.apply_stride(passes, prompts, out);
+        match self {
+            Scheduler::Vllm(e) => e.apply_stride(passes, prompts, out),
+            Scheduler::Sglang(e) => e.apply_stride(passes, prompts, out),
         }
     }
 

@@ -585,14 +585,15 @@ impl<M: LatencyModel> SglangEngine<M> {
             .iter()
             .map(|&i| self.reqs[i as usize].len() as u64)
             .sum();
-        let active = total_context.min(self.s.total_kv_tokens);
-        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
-        let decode_ms = scaled(
-            self.model
-                .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
-            ratio,
-        );
+        let decode_ms = self.decode_time(n, total_context);
         out.progressed = true;
+        self.decode_tokens(prompts, out, true);
+        (decode_ms, any_retracted)
+    }
+
+    /// Every running request generates one token (its page growth already taken); those that
+    /// reach their output length complete, the others cache their new complete pages.
+    fn decode_tokens(&mut self, prompts: &PromptBlocks, out: &mut PassOutput, emit: bool) {
         let mut finished = std::mem::take(&mut self.finished_slots);
         finished.clear();
         for k in 0..self.running.len() {
@@ -600,7 +601,9 @@ impl<M: LatencyModel> SglangEngine<M> {
             let r = &mut self.reqs[slot as usize];
             r.generated += 1;
             r.materialized += 1;
-            out.emitted.push((r.req, r.generated));
+            if emit {
+                out.emitted.push((r.req, r.generated));
+            }
             if r.generated >= r.max_output {
                 finished.push(slot);
             } else {
@@ -614,7 +617,93 @@ impl<M: LatencyModel> SglangEngine<M> {
             }
         }
         self.finished_slots = finished;
-        (decode_ms, any_retracted)
+    }
+
+    fn decode_time(&self, n: u64, total_context: u64) -> f64 {
+        let active = total_context.min(self.s.total_kv_tokens);
+        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
+        scaled(
+            self.model
+                .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
+            ratio,
+        )
+    }
+
+    /// Plans a stride of pure decode passes (nothing waiting, no retraction, no eviction the
+    /// router would see, no completion before the last pass): such passes differ only in duration, which
+    /// `durations` receives, one per pass (at most `max_passes`). Returns the number of passes
+    /// (at least 2), or `None` when the next pass differs.
+    pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
+        durations.clear();
+        if !self.waiting.is_empty() || self.running.is_empty() {
+            return None;
+        }
+        let page = self.s.page;
+        let mut k = max_passes;
+        let mut ctx = 0u64;
+        for &i in &self.running {
+            let r = &self.reqs[i as usize];
+            if r.remaining_output() == 0 {
+                return None;
+            }
+            k = k.min(r.remaining_output());
+            ctx += r.len() as u64;
+        }
+        if k < 2 {
+            return None;
+        }
+        let n = self.running.len() as u64;
+        // Pages the passes may take: free ones, and evictable ones unless the router would see
+        // the evictions (its events become visible at pass ends).
+        let mut free = self.cache.available_pages() as u64;
+        if !self.record_events {
+            free += self.cache.evictable_pages();
+        }
+        for pass in 0..k {
+            let growth = self
+                .running
+                .iter()
+                .filter(|&&i| (self.reqs[i as usize].len() + pass).is_multiple_of(page))
+                .count() as u64;
+            if growth > free {
+                break;
+            }
+            free -= growth;
+            durations.push(self.decode_time(n, ctx + pass as u64 * n));
+        }
+        if durations.len() < 2 {
+            durations.clear();
+            return None;
+        }
+        Some(durations.len() as u32)
+    }
+
+    /// Applies `passes` passes planned by [`SglangEngine::plan_stride`] (possibly fewer than
+    /// planned); `out.emitted` gets each request's generated count after them.
+    pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
+        out.clear();
+        let mut slots = std::mem::take(&mut self.can_run);
+        slots.clear();
+        slots.extend_from_slice(&self.running);
+        for _ in 0..passes {
+            let growth = self.growth_pages();
+            let available = self.cache.available_pages();
+            if available < growth {
+                self.evict(growth - available);
+            }
+            let ok = self.cache.alloc(growth);
+            debug_assert!(ok, "stride allocation failed");
+            self.new_token_ratio = (self.new_token_ratio - self.s.ratio_step).max(self.s.min_ratio);
+            self.decode_tokens(prompts, out, false);
+        }
+        // Completions happen only in the last pass; a finished request's slot keeps its counts
+        // until the slot is reused by a later `enqueue`.
+        for &slot in &slots {
+            let r = &self.reqs[slot as usize];
+            out.emitted.push((r.req, r.generated));
+        }
+        self.can_run = slots;
+        out.progressed = true;
     }
 
     fn complete(&mut self, slot: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
