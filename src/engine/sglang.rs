@@ -182,7 +182,10 @@ impl<M: LatencyModel> SglangEngine<M> {
             .iter()
             .chain(self.running.iter())
             .map(|&i| &self.reqs[i as usize])
-            .map(|r| (r.req, (r.input + r.max_output) as u64))
+            .map(|r| {
+                let need = (r.input + r.max_output).div_ceil(self.s.page) * self.s.page;
+                (r.req, need as u64)
+            })
             .find(|&(_, need)| need > self.s.total_kv_tokens)
     }
 

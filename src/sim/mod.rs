@@ -462,10 +462,22 @@ impl<'w> Sim<'w> {
             return SimError(format!(
                 "simulation cannot make progress at t={:.3} ms: on worker {wi} (SGLang) request \
                  {} needs {need} tokens of KV (prompt + output) but the worker holds only {} \
-                 (num_gpu_blocks × page_size); DynoSim 1.4.2 loops for ever here. Raise \
-                 num_gpu_blocks or the page size, or cap the run with --max-sim-time-seconds",
+                 (num_gpu_blocks × page_size); DynoSim 1.4.2 stops with a dead end or loops for \
+                 ever here. Raise num_gpu_blocks, or cap the run with --max-sim-time-seconds",
                 self.now,
                 self.w.requests[req as usize].uuid,
+                e.capacity_blocks() as u64 * e.block_size() as u64,
+            ));
+        }
+        if w.ranks[0].events_at_pass_end() {
+            let e = &w.ranks[0];
+            let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
+            return SimError(format!(
+                "simulation cannot make progress at t={:.3} ms: SGLang worker {wi} has {waiting} \
+                 queued request(s) and its KV pool ({} tokens) cannot hold what the running ones \
+                 need next (DynoSim 1.4.2 stops or loops for ever here); raise num_gpu_blocks, \
+                 or cap the run with --max-sim-time-seconds",
+                self.now,
                 e.capacity_blocks() as u64 * e.block_size() as u64,
             ));
         }
