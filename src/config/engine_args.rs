@@ -5,8 +5,10 @@
 //! * simulated: validated and copied into `EngineArgs`;
 //! * no effect on offline timing (live-mode ports, startup time, AIC memory fractions...):
 //!   type-checked, then dropped;
-//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, NPZ or
-//!   AIC timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, AIC
+//!   timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//!
+//! Timing-model keys (`planner_profile_data`) build the pool's model through a `TimingLoader`.
 //!
 //! Unknown keys are rejected with the closest valid key as a suggestion.
 
@@ -15,11 +17,16 @@ use super::{
     EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, SchedulePolicy,
     WorkerType,
 };
+use crate::engine::timing::interpolated::PROFILE_ARRAYS;
+use crate::engine::timing::{Interpolated, Timing, TimingLoader};
 use crate::error::InputError;
 use serde_json::Value;
+use std::path::Path;
 
 /// Default vLLM block size, used when `block_size` is 0 or absent.
 pub const DEFAULT_VLLM_BLOCK_SIZE: u32 = 64;
+/// Default TRT-LLM block size (DynoSim's CLI default for `engine_type` trtllm).
+pub const DEFAULT_TRTLLM_BLOCK_SIZE: u32 = 32;
 
 /// Every key upstream's `MockEngineArgs` accepts, in the order of the spec's table.
 pub const ENGINE_ARGS_KEYS: &[&str] = &[
@@ -119,13 +126,29 @@ const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
 const OFFLOAD_WHY: &str = "KV offload tiers (G2/G3/G4, KVBM) are not simulated";
 const AIC_WHY: &str = "AIConfigurator-based timing is not implemented";
 
-/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`).
-pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<EngineArgs, InputError> {
-    parse_engine_args(&parse_json_text(json, flag)?, flag)
+/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); files it names (a timing
+/// profile) are read through `timing`.
+pub fn parse_engine_args_str(
+    json: &str,
+    flag: &str,
+    timing: &mut TimingLoader,
+) -> Result<EngineArgs, InputError> {
+    parse_engine_args_with(&parse_json_text(json, flag)?, flag, timing)
 }
 
-/// Validates one engine-args object. `origin` (a flag or YAML key path) prefixes every message.
+/// Validates one engine-args object, with files resolved against the working directory.
+/// `origin` (a flag or YAML key path) prefixes every message.
 pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, InputError> {
+    parse_engine_args_with(value, origin, &mut TimingLoader::default())
+}
+
+/// [`parse_engine_args`] building the pool's timing model through `timing` (which resolves the
+/// files it names and shares one model per distinct source).
+pub fn parse_engine_args_with(
+    value: &Value,
+    origin: &str,
+    timing: &mut TimingLoader,
+) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
     let mut a = EngineArgs {
@@ -143,10 +166,10 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
     let block_size = o
         .non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)?
         .unwrap_or(0) as u32;
-    a.block_size = if block_size == 0 {
-        DEFAULT_VLLM_BLOCK_SIZE
-    } else {
-        block_size
+    a.block_size = match (block_size, a.engine_type) {
+        (0, EngineType::Trtllm) => DEFAULT_TRTLLM_BLOCK_SIZE,
+        (0, _) => DEFAULT_VLLM_BLOCK_SIZE,
+        (b, _) => b,
     };
     a.max_model_len = o.int("max_model_len", 1, u64::MAX)?.value();
     a.max_num_seqs = o
@@ -190,11 +213,8 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
             _ => PreemptionMode::Lifo,
         };
     }
-    if o.string("planner_profile_data")?.is_set() {
-        return Err(o.unsupported(
-            "planner_profile_data",
-            "the interpolated (NPZ profile) timing model is not implemented",
-        ));
+    if let Some(file) = o.string("planner_profile_data")?.value() {
+        a.timing = load_profile(&o, file, timing)?;
     }
     a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
     a.kv_transfer_bandwidth = o
@@ -222,13 +242,41 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
     if a.engine_type == EngineType::Sglang {
         parse_sglang(&o, sglang, block_size, &mut a)?;
     }
-    if o.object("trtllm")?.is_set() {
-        return Err(o.unsupported("trtllm", "the TRT-LLM engine is not simulated"));
-    }
+    parse_trtllm(&o)?;
     parse_offload_keys(&o)?;
     parse_aic_keys(&o)?;
     parse_ignored_keys(&o)?;
     Ok(a)
+}
+
+/// `planner_profile_data`: a mocker-format NPZ file (relative to the loader's folder), loaded once
+/// per file. DynoSim treats any other path as a profiler results folder to convert; dynosim does
+/// not convert, and refuses it.
+fn load_profile(
+    o: &JsonObject,
+    file: &str,
+    timing: &mut TimingLoader,
+) -> Result<Timing, InputError> {
+    const KEY: &str = "planner_profile_data";
+    if Path::new(file).extension().and_then(|e| e.to_str()) != Some("npz") {
+        return Err(o.error(
+            KEY,
+            format!(
+                "= \"{file}\": expected the path of an .npz profile (arrays {}); dynosim does not \
+                 read profiler results folders: convert one with Dynamo's \
+                 convert_profile_results_to_npz (dynamo.mocker.utils.\
+                 planner_profiler_perf_data_converter) and pass the .npz file",
+                PROFILE_ARRAYS.join(", ")
+            ),
+        ));
+    }
+    let path = timing.resolve(file);
+    let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    timing
+        .get_or_build(format!("{KEY}:{}", key.display()), || {
+            Interpolated::from_npz(&path, file).map(Timing::interpolated)
+        })
+        .map_err(|e| InputError::new(format!("{}: key \"{KEY}\": {e}", o.origin())))
 }
 
 /// `engine_type`: case-insensitive, absent or null = vLLM.
@@ -240,10 +288,7 @@ fn parse_engine_type(o: &JsonObject) -> Result<EngineType, InputError> {
     match t {
         None | Some("vllm") => Ok(EngineType::Vllm),
         Some("sglang") => Ok(EngineType::Sglang),
-        _ => Err(o.error(
-            "engine_type",
-            "= \"trtllm\" is not supported by dynosim yet (only \"vllm\" and \"sglang\" are simulated)",
-        )),
+        _ => Ok(EngineType::Trtllm),
     }
 }
 
@@ -322,6 +367,29 @@ fn parse_sglang(
         ));
     }
     Ok(())
+}
+
+/// The `trtllm` object: `capacity_scheduler_policy` may only be `guaranteed_no_evict` (the
+/// policy dynosim simulates for `engine_type` trtllm); other keys are ignored, as DynoSim does.
+fn parse_trtllm(o: &JsonObject) -> Result<(), InputError> {
+    let Some(t) = o.object("trtllm")?.value() else {
+        return Ok(());
+    };
+    match t.get("capacity_scheduler_policy") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(p)) if p == "guaranteed_no_evict" => Ok(()),
+        Some(Value::String(p)) => Err(o.error(
+            "trtllm",
+            format!(
+                ".capacity_scheduler_policy: engine_type=trtllm v1 supports only \
+                 capacity_scheduler_policy='guaranteed_no_evict', got '{p}'"
+            ),
+        )),
+        Some(v) => Err(o.error(
+            "trtllm",
+            format!(".capacity_scheduler_policy: expected a string, got {v}"),
+        )),
+    }
 }
 
 /// `worker_type` is shorthand for `is_prefill`/`is_decode` and cannot be combined with them.
@@ -546,7 +614,8 @@ mod tests {
             m.contains("must be a JSON object") && m.contains("array"),
             "{m}"
         );
-        let e = parse_engine_args_str("5", "--decode-engine-args").unwrap_err();
+        let e = parse_engine_args_str("5", "--decode-engine-args", &mut TimingLoader::default())
+            .unwrap_err();
         assert!(e
             .0
             .starts_with("--decode-engine-args: engine args must be a JSON object"));
@@ -554,9 +623,13 @@ mod tests {
 
     #[test]
     fn json_syntax_errors_name_flag_and_column() {
-        let e = parse_engine_args_str("{\"block_size\": 16,}", "--prefill-engine-args")
-            .unwrap_err()
-            .0;
+        let e = parse_engine_args_str(
+            "{\"block_size\": 16,}",
+            "--prefill-engine-args",
+            &mut TimingLoader::default(),
+        )
+        .unwrap_err()
+        .0;
         assert!(e.starts_with("--prefill-engine-args: invalid JSON"), "{e}");
         assert!(e.contains("column 19"), "{e}");
     }
@@ -719,9 +792,6 @@ mod tests {
     #[test]
     fn unmodelled_features_are_refused() {
         let cases = [
-            json!({"engine_type": "trtllm"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
-            json!({"trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}}),
             json!({"num_g2_blocks": 1000}),
             json!({"num_g3_blocks": 0}),
             json!({"enable_g4_storage": true}),
@@ -799,6 +869,27 @@ mod tests {
         assert!(m.contains("sglang: key \"page_size\""), "{m}");
         let m = err(json!({"engine_type": null}));
         assert!(m.contains("must not be null"), "{m}");
+    }
+
+    #[test]
+    fn trtllm_engine_type_policy_and_block_size() {
+        let a = ok(json!({"engine_type": "TRTLLM"}));
+        assert_eq!(a.engine_type, EngineType::Trtllm);
+        assert_eq!(a.block_size, DEFAULT_TRTLLM_BLOCK_SIZE);
+        let a = ok(json!({"engine_type": "trtllm", "block_size": 0}));
+        assert_eq!(a.block_size, 32);
+        let a = ok(json!({"engine_type": "trtllm", "block_size": 16,
+            "trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict", "other": 1}}));
+        assert_eq!(a.block_size, 16);
+        // The trtllm object alone does not change the engine (DynoSim only validates it).
+        let a = ok(json!({"trtllm": {}}));
+        assert_eq!((a.engine_type, a.block_size), (EngineType::Vllm, 64));
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"capacity_scheduler_policy": "max_utilization"}}));
+        assert!(
+            m.contains("supports only capacity_scheduler_policy='guaranteed_no_evict', got 'max_utilization'"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod json_fields;
 pub mod limits;
 pub mod router_config;
 
+use crate::engine::timing::Timing;
 use serde::{Deserialize, Serialize};
 
 /// Which role an engine plays (spec §1.2 rule 7).
@@ -106,7 +107,8 @@ impl Default for SglangArgs {
 
 /// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Keys with no
 /// effect offline are accepted by the parser and dropped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Not `Deserialize`: the timing model is built from files, not read back from a record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineArgs {
     pub engine_type: EngineType,
     /// SGLang settings (used when `engine_type` is SGLang; `block_size` is its page size).
@@ -134,6 +136,10 @@ pub struct EngineArgs {
     pub router_queue_policy: Option<QueuePolicy>,
     /// GPUs per worker for GPU-hours: `aic_tp_size.unwrap_or(1) * dp_size`.
     pub tp_size: u32,
+    /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
+    /// Left out of the serialised configuration when it is the default polynomial.
+    #[serde(skip_serializing_if = "Timing::is_polynomial")]
+    pub timing: Timing,
 }
 
 impl Default for EngineArgs {
@@ -158,6 +164,7 @@ impl Default for EngineArgs {
             kv_transfer_timing_mode: KvTransferTimingMode::FullPrompt,
             router_queue_policy: None,
             tp_size: 1,
+            timing: Timing::default(),
         }
     }
 }
@@ -226,7 +233,7 @@ impl Default for RouterConfig {
 }
 
 /// The worker pools of one deployment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Topology {
     Aggregated {
         num_workers: u32,
@@ -317,8 +324,9 @@ impl SimConfig {
     }
 }
 
-/// Everything one simulation needs besides the workload. Plain data: a sweep point resolves to one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything one simulation needs besides the workload. Plain data (plus shared, read-only timing
+/// models): a sweep point resolves to one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimConfig {
     pub topology: Topology,
     pub router_mode: RouterMode,
@@ -330,4 +338,26 @@ pub struct SimConfig {
     pub seed: u64,
     /// Keep per-request records (for `--report-jsonl`).
     pub record_requests: bool,
+}
+
+impl Topology {
+    /// DynoSim refuses TRT-LLM pools in disaggregated replay; its message names the replay mode
+    /// (`closed_loop`: `--replay-concurrency`).
+    pub fn trtllm_disaggregation_problem(&self, closed_loop: bool) -> Option<String> {
+        let Topology::Disaggregated {
+            prefill, decode, ..
+        } = self
+        else {
+            return None;
+        };
+        let trt = EngineType::Trtllm;
+        (prefill.engine_type == trt || decode.engine_type == trt).then(|| {
+            let mode = if closed_loop {
+                "concurrency replay"
+            } else {
+                "trace replay"
+            };
+            format!("{mode} disaggregation does not support TRT-LLM")
+        })
+    }
 }

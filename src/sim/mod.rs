@@ -8,13 +8,13 @@
 //! when they start; their tokens and completions become visible at the pass end.
 
 mod collector;
-mod driver;
+pub mod driver;
 
 use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
 use crate::engine::scheduler::Scheduler;
-use crate::engine::timing::Polynomial;
+use crate::engine::timing::Timing;
 use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
@@ -82,7 +82,7 @@ impl Ord for Event {
 
 struct Worker {
     role: Role,
-    ranks: Vec<Scheduler<Polynomial>>,
+    ranks: Vec<Scheduler<Timing>>,
     outputs: Vec<PassOutput>,
     busy: bool,
     /// Its last pass changed nothing: not restarted until something is delivered to it.
@@ -225,6 +225,9 @@ impl<'w> Sim<'w> {
         cfg: &'w SimConfig,
         opts: SimOptions,
     ) -> Result<Self, SimError> {
+        if let Some(why) = driver::unsupported_release(w, cfg) {
+            return Err(SimError(why.into()));
+        }
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
         let mut pools = Vec::new();
@@ -252,7 +255,7 @@ impl<'w> Sim<'w> {
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Scheduler::new(args, Polynomial, record))
+                    .map(|_| Scheduler::new(args, args.timing.clone(), record))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {
