@@ -32,6 +32,17 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Merge the output directories of sharded sweeps into one.
     Merge(MergeArgs),
+    /// AIConfigurator timing: what the installed perf database supports.
+    #[command(subcommand)]
+    Aic(AicCommand),
+}
+
+/// `dynosim aic …`.
+#[derive(Debug, Subcommand)]
+pub enum AicCommand {
+    /// Print the GPU systems, backends, backend versions and bundled models the installed
+    /// aiconfigurator-core supports (runs `python3`, or $DYNOSIM_PYTHON).
+    List,
 }
 
 /// `--replay-mode`.

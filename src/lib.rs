@@ -6,6 +6,7 @@
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
 //! -> `sweep` (grid of points, leaderboards).
 
+pub mod aic;
 pub mod cli;
 pub mod config;
 pub mod engine;

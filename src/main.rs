@@ -12,6 +12,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run(*args),
         Command::Sweep(args) => return sweep(args),
         Command::Merge(args) => return merge(args),
+        Command::Aic(dynosim::cli::AicCommand::List) => dynosim::aic::catalog()
+            .map(|c| print!("{c}"))
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 //! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
 //! never knows which model runs:
 //! * `polynomial`: DynoSim's default fit (no engine arg);
+//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys);
 //!
 //! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
 //! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
@@ -19,9 +20,14 @@
 //! This module owns no scheduling: the vLLM scheduler decides what a pass contains and passes
 //! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
 
+pub mod aic;
 pub mod polynomial;
 
+pub use aic::AicLatency;
 pub use polynomial::Polynomial;
+
+use crate::config::aic::AicEngineId;
+use std::sync::Arc;
 
 use crate::error::InputError;
 use serde::{Serialize, Serializer};
@@ -57,6 +63,8 @@ pub trait LatencyModel: Send + Sync {
 pub enum TimingSource {
     /// DynoSim's default polynomial.
     Polynomial,
+    /// AIConfigurator's estimator for one engine.
+    Aic(Box<AicEngineId>),
 }
 
 /// A built model; cloning shares it.
@@ -64,6 +72,7 @@ pub enum TimingSource {
 enum Model {
     #[default]
     Polynomial,
+    Aic(Arc<AicLatency>),
 }
 
 /// The timing model of one worker pool: cheap to clone (clones share the built model), compared
@@ -77,6 +86,20 @@ impl Timing {
         Timing(Model::Polynomial)
     }
 
+    /// AIConfigurator timing over a loaded engine.
+    pub fn aic(model: Arc<AicLatency>) -> Self {
+        Timing(Model::Aic(model))
+    }
+
+    /// The first estimator error of a model whose predictions can fail (AIC); DynoSim makes
+    /// these fatal, so a run checks this after simulating.
+    pub fn failure(&self) -> Option<String> {
+        match &self.0 {
+            Model::Polynomial => None,
+            Model::Aic(m) => m.error(),
+        }
+    }
+
     pub fn is_polynomial(&self) -> bool {
         matches!(self.0, Model::Polynomial)
     }
@@ -85,6 +108,7 @@ impl Timing {
     pub fn source(&self) -> TimingSource {
         match &self.0 {
             Model::Polynomial => TimingSource::Polynomial,
+            Model::Aic(m) => TimingSource::Aic(Box::new(m.id().clone())),
         }
     }
 }
@@ -94,6 +118,7 @@ impl LatencyModel for Timing {
     fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
         match &self.0 {
             Model::Polynomial => Polynomial.prefill_ms(batch_size, isl, prefix),
+            Model::Aic(m) => m.prefill_ms(batch_size, isl, prefix),
         }
     }
 
@@ -109,6 +134,7 @@ impl LatencyModel for Timing {
             Model::Polynomial => {
                 Polynomial.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
             }
+            Model::Aic(m) => m.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens),
         }
     }
 
@@ -116,6 +142,7 @@ impl LatencyModel for Timing {
     fn decode_depends_on_context(&self) -> bool {
         match &self.0 {
             Model::Polynomial => Polynomial.decode_depends_on_context(),
+            Model::Aic(m) => m.decode_depends_on_context(),
         }
     }
 }
@@ -144,6 +171,8 @@ impl Serialize for Timing {
 pub struct TimingLoader {
     base_dir: PathBuf,
     built: HashMap<String, Timing>,
+    /// AIC engines, each compiled and loaded once, with their KV-pool estimates.
+    aic: crate::aic::AicEngines,
 }
 
 impl TimingLoader {
@@ -152,6 +181,7 @@ impl TimingLoader {
         TimingLoader {
             base_dir: base_dir.into(),
             built: HashMap::new(),
+            aic: Default::default(),
         }
     }
 
@@ -179,6 +209,11 @@ impl TimingLoader {
         let t = build()?;
         self.built.insert(key, t.clone());
         Ok(t)
+    }
+
+    /// The AIC engines this loader compiled and loaded.
+    pub fn aic_engines(&self) -> &crate::aic::AicEngines {
+        &self.aic
     }
 
     /// How many distinct models this loader has built.
