@@ -270,6 +270,24 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
                 describe(id)
             ))
         })?;
+    // The estimator reads its perf tables lazily, by query shape, on first use (a second or
+    // more): a few queries spanning the shapes a simulation asks for do it here, so that cost
+    // counts as loading, not as simulating.
+    let warm = || -> Result<(), aiconfigurator_core::AicError> {
+        for (bs, isl, prefix) in [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)] {
+            engine.predict_prefill_latency(bs, isl, prefix)?;
+        }
+        for (bs, ctx) in [(1, 128), (8, 2048), (64, 16384), (256, 1024)] {
+            engine.predict_decode_latency(bs, ctx, 2)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = warm() {
+        return Err(InputError::new(format!(
+            "AIC engine {}: the estimator cannot answer a first query ({e})",
+            describe(id)
+        )));
+    }
     Ok(LoadedEngine {
         id: id.clone(),
         engine,

@@ -507,12 +507,11 @@ impl<M: LatencyModel> Engine<M> {
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
         let prefill = self.args.worker_type == WorkerType::Prefill;
-        if !self.waiting.is_empty()
-            || self.running.is_empty()
-            || (!prefill && self.model.decode_depends_on_context())
-        {
+        if !self.waiting.is_empty() || self.running.is_empty() {
             return None;
         }
+        // Pass i (0-based) of the stride has mean context ctx + i: every sequence grows by one.
+        let by_context = !prefill && self.model.decode_depends_on_context();
         let n = self.running.len() as u64;
         if self.args.max_num_batched_tokens.unwrap_or(u64::MAX) < n {
             return None;
@@ -568,10 +567,12 @@ impl<M: LatencyModel> Engine<M> {
                     break;
                 }
                 active += a;
+            }
+            if a > 0 || i == 0 || by_context {
                 d = if prefill {
                     0.0
                 } else {
-                    self.decode_time_at(n, ctx, active)
+                    self.decode_time_at(n, ctx + i as u64, active)
                 };
             }
             durations.push(d);
