@@ -78,6 +78,19 @@ pub enum TraceFormat {
     Dynamo,
 }
 
+impl From<TraceFormat> for crate::workload::formats::TraceFormat {
+    fn from(f: TraceFormat) -> Self {
+        use crate::workload::formats::TraceFormat as F;
+        match f {
+            TraceFormat::Mooncake => F::Mooncake,
+            TraceFormat::MooncakeDelta => F::MooncakeDelta,
+            TraceFormat::AgenticMooncake => F::AgenticMooncake,
+            TraceFormat::AppliedComputeAgentic => F::AppliedComputeAgentic,
+            TraceFormat::Dynamo => F::Dynamo,
+        }
+    }
+}
+
 impl TraceFormat {
     /// The spelling used on the command line.
     pub fn name(self) -> &'static str {
@@ -94,7 +107,8 @@ impl TraceFormat {
 /// Flags of `dynosim run`, mirroring `python -m dynamo.replay` 1.4.2.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Trace file (Mooncake JSONL, plain or .gz). Omit for a synthetic workload.
+    /// Trace file(s) (JSONL, plain or .gz; several shards for --trace-format dynamo). Omit for a
+    /// synthetic workload.
     #[arg(value_name = "TRACE_FILES")]
     pub trace_files: Vec<PathBuf>,
 
@@ -326,16 +340,16 @@ pub struct RunArgs {
     pub replay_mode: ReplayMode,
 
     // ---- Trace ----
-    /// Trace file format (dynosim reads mooncake).
+    /// Trace file format.
     #[arg(long, value_enum, default_value = "mooncake", help_heading = "Trace")]
     pub trace_format: TraceFormat,
     /// Tokens represented by each hash_id [default: 512].
     #[arg(long, value_name = "N", help_heading = "Trace")]
     pub trace_block_size: Option<i64>,
-    /// applied_compute_agentic only (not supported by dynosim).
+    /// applied_compute_agentic only: fraction of each session's first prompt shared in its group.
     #[arg(long, default_value_t = 0.0, value_name = "F", help_heading = "Trace")]
     pub trace_shared_prefix_ratio: f64,
-    /// applied_compute_agentic only (not supported by dynosim).
+    /// applied_compute_agentic only: number of shared-prefix groups (0 disables sharing).
     #[arg(long, default_value_t = 0, value_name = "N", help_heading = "Trace")]
     pub trace_num_prefix_groups: i64,
     /// Soft cap on simulated time in seconds (trace-file runs only).
@@ -413,12 +427,31 @@ pub struct SweepArgs {
     /// Validate the spec and print the grid size without simulating.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the output folder (from -o, the spec's output/name and --shard) and exit (for
+    /// scripts).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub print_output_dir: bool,
     /// Refuse grids with more points than this.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub max_points: u64,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// After Ctrl-C or SIGTERM, seconds the running points get to finish before the leaderboards
+    /// are written without them (keep it below the scheduler's kill delay, e.g. Slurm's KillWait).
+    #[arg(long, default_value_t = 20.0, value_name = "S", value_parser = parse_seconds)]
+    pub stop_grace: f64,
+    /// Seconds between plain progress lines when stderr is not a terminal (logs, pipes).
+    #[arg(long, default_value_t = 5.0, value_name = "S", value_parser = parse_seconds)]
+    pub progress_every: f64,
+}
+
+/// A duration in seconds: finite, >= 0.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=1e9).contains(&x) => Ok(x),
+        _ => Err(format!("expected seconds (a number >= 0), found \"{s}\"")),
+    }
 }
 
 /// Flags of `dynosim merge` (implemented in the sweep module).
@@ -430,6 +463,10 @@ pub struct MergeArgs {
     /// Merged output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR", required = true)]
     pub output_dir: PathBuf,
+    /// Exit 0 even when points are missing (the output is still marked partial: MISSING file,
+    /// "partial" in leaderboard.json).
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 #[cfg(test)]

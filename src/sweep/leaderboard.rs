@@ -5,10 +5,10 @@
 //! never depends on scheduling, on `-j`, or on how the points were split across shards.
 
 use super::record::{PointRecord, Status, DYNOSIM_VERSION};
-use super::resolve::value_text;
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
+use super::values::{cell, float_text, value_text};
 use serde::Serialize;
-use serde_json::{json, Map, Number, Value};
+use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
 
 /// One leaderboard row.
@@ -19,22 +19,6 @@ pub struct Row<'a> {
     pub rank: Option<u64>,
     /// On the Pareto front (`ok` points only); `None` for points that did not run.
     pub pareto: Option<bool>,
-}
-
-/// Plain text of a JSON number: integers as integers, floats in Rust's shortest round-trip
-/// form (never an exponent).
-pub fn number_text(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else {
-        float_text(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
-fn float_text(x: f64) -> String {
-    format!("{x}")
 }
 
 /// `ok` or `infeasible` for a simulated point, with the violated bounds as the reason.
@@ -189,14 +173,6 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
     keys
 }
 
-fn cell(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::Number(n)) => number_text(n),
-        Some(other) => value_text(other),
-    }
-}
-
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
 /// `gpus`, then the metrics.
 pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
@@ -248,6 +224,8 @@ pub struct Meta<'a> {
     pub rank_by: &'a [Objective],
     pub pareto: &'a [Objective],
     pub interrupted: bool,
+    /// Point ids of the grid a merge did not find (the leaderboards are then partial).
+    pub missing: &'a [u64],
 }
 
 /// Distinct trace files of the rows' workloads: `[{path, sha256}]`, sorted.
@@ -334,8 +312,12 @@ impl Serialize for JsonRows<'_, '_> {
 struct JsonDoc<'a, 'r> {
     dynosim_version: &'a str,
     interrupted: bool,
+    #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+    missing_points: &'a [u64],
     name: &'a str,
     pareto: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    partial: bool,
     points: usize,
     points_total: u64,
     rank_by: Vec<String>,
@@ -358,8 +340,10 @@ pub fn write_json(rows: &[Row], meta: &Meta, w: &mut dyn std::io::Write) -> std:
     let doc = JsonDoc {
         dynosim_version: DYNOSIM_VERSION,
         interrupted: meta.interrupted,
+        missing_points: meta.missing,
         name: meta.name,
         pareto: meta.pareto.iter().map(|o| o.to_string()).collect(),
+        partial: !meta.missing.is_empty(),
         points: rows.len(),
         points_total: meta.points_total,
         rank_by: meta.rank_by.iter().map(|o| o.to_string()).collect(),
@@ -675,6 +659,7 @@ mod tests {
             rank_by: &rank_by,
             pareto: &rank_by,
             interrupted: false,
+            missing: &[],
         };
         let v: Value = serde_json::from_slice(&json_bytes(&rows, &meta)).unwrap();
         assert_eq!(v["trace_sha256"], "ab");

@@ -2,8 +2,9 @@
 //! files of an output folder: `points.jsonl` (appended one complete line at a time, read back
 //! tolerating a line cut short by a kill), `spec.yaml`, `sweep.json`, atomic writes.
 
-use super::resolve::{canonical_json, ResolvedPoint, WorkloadSource};
+use super::resolve::{ResolvedPoint, WorkloadSource};
 use super::spec::sha256_hex;
+use super::values::canonical_json;
 use crate::config::SimConfig;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -131,12 +132,26 @@ pub fn workload_identity(src: &WorkloadSource, trace_sha: impl Fn(&Path) -> Stri
             files,
             paths,
             trace_block_size,
+            format,
+            shared_prefix_ratio,
+            num_prefix_groups,
             ..
-        } => json!({
-            "kind": "trace",
-            "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
-            "trace_block_size": trace_block_size,
-        }),
+        } => {
+            let mut id = json!({
+                "kind": "trace",
+                "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
+                "trace_block_size": trace_block_size,
+            });
+            // Only named when not the default, so mooncake points keep their hashes.
+            if *format != crate::workload::formats::TraceFormat::Mooncake {
+                id["trace_format"] = json!(format.name());
+            }
+            if *format == crate::workload::formats::TraceFormat::AppliedComputeAgentic {
+                id["trace_shared_prefix_ratio"] = json!(shared_prefix_ratio);
+                id["trace_num_prefix_groups"] = json!(num_prefix_groups);
+            }
+            id
+        }
         WorkloadSource::Synthetic { spec, block_size } => json!({
             "kind": "synthetic",
             "synthetic": spec,
@@ -267,6 +282,11 @@ impl PointsWriter {
             file: Mutex::new(file),
             path: path.to_path_buf(),
         })
+    }
+
+    /// Blocks appends while the guard lives (no line is cut short by a process exit then).
+    pub fn hold(&self) -> parking_lot::MutexGuard<'_, File> {
+        self.file.lock()
     }
 
     pub fn append(&self, r: &PointRecord) -> io::Result<()> {

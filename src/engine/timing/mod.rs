@@ -4,7 +4,8 @@
 //! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
 //! never knows which model runs:
 //! * `polynomial`: DynoSim's default fit (no engine arg);
-//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys);
+//! * `interpolated`: a measured NPZ profile (`planner_profile_data`);
+//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys).
 //!
 //! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
 //! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
@@ -21,18 +22,20 @@
 //! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
 
 pub mod aic;
+pub mod interpolated;
 pub mod polynomial;
 
 pub use aic::AicLatency;
+pub use interpolated::Interpolated;
 pub use polynomial::Polynomial;
 
 use crate::config::aic::AicEngineId;
-use std::sync::Arc;
 
 use crate::error::InputError;
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How long a forward pass takes, in milliseconds, before speed-up ratios are applied.
 pub trait LatencyModel: Send + Sync {
@@ -63,6 +66,9 @@ pub trait LatencyModel: Send + Sync {
 pub enum TimingSource {
     /// DynoSim's default polynomial.
     Polynomial,
+    /// A measured profile: the NPZ as the user wrote its path, and its SHA-256 (so a changed
+    /// profile changes the configuration hash, a moved one does not).
+    PlannerProfileData { file: String, sha256: String },
     /// AIConfigurator's estimator for one engine.
     Aic(Box<AicEngineId>),
 }
@@ -72,6 +78,7 @@ pub enum TimingSource {
 enum Model {
     #[default]
     Polynomial,
+    Interpolated(Arc<Interpolated>),
     Aic(Arc<AicLatency>),
 }
 
@@ -86,6 +93,11 @@ impl Timing {
         Timing(Model::Polynomial)
     }
 
+    /// A loaded profile.
+    pub fn interpolated(profile: Interpolated) -> Self {
+        Timing(Model::Interpolated(Arc::new(profile)))
+    }
+
     /// AIConfigurator timing over a loaded engine.
     pub fn aic(model: Arc<AicLatency>) -> Self {
         Timing(Model::Aic(model))
@@ -96,6 +108,7 @@ impl Timing {
     pub fn failure(&self) -> Option<String> {
         match &self.0 {
             Model::Polynomial => None,
+            Model::Interpolated(_) => None,
             Model::Aic(m) => m.error(),
         }
     }
@@ -108,6 +121,7 @@ impl Timing {
     pub fn source(&self) -> TimingSource {
         match &self.0 {
             Model::Polynomial => TimingSource::Polynomial,
+            Model::Interpolated(p) => p.source().clone(),
             Model::Aic(m) => TimingSource::Aic(Box::new(m.id().clone())),
         }
     }
@@ -118,6 +132,7 @@ impl LatencyModel for Timing {
     fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
         match &self.0 {
             Model::Polynomial => Polynomial.prefill_ms(batch_size, isl, prefix),
+            Model::Interpolated(p) => p.prefill_ms(batch_size, isl, prefix),
             Model::Aic(m) => m.prefill_ms(batch_size, isl, prefix),
         }
     }
@@ -134,6 +149,9 @@ impl LatencyModel for Timing {
             Model::Polynomial => {
                 Polynomial.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
             }
+            Model::Interpolated(p) => {
+                p.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
+            }
             Model::Aic(m) => m.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens),
         }
     }
@@ -142,6 +160,7 @@ impl LatencyModel for Timing {
     fn decode_depends_on_context(&self) -> bool {
         match &self.0 {
             Model::Polynomial => Polynomial.decode_depends_on_context(),
+            Model::Interpolated(p) => p.decode_depends_on_context(),
             Model::Aic(m) => m.decode_depends_on_context(),
         }
     }
