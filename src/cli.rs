@@ -40,6 +40,17 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.
     Man(ManArgs),
+    /// AIConfigurator timing: what the installed perf database supports.
+    #[command(subcommand)]
+    Aic(AicCommand),
+}
+
+/// `dynosim aic …`.
+#[derive(Debug, Subcommand)]
+pub enum AicCommand {
+    /// Print the GPU systems, backends, backend versions and bundled models the installed
+    /// aiconfigurator-core supports (runs `python3`, or $DYNOSIM_PYTHON).
+    List,
 }
 
 /// `--replay-mode`.

@@ -6,6 +6,7 @@
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
 //! -> `sweep` (grid of points, leaderboards, report.html) -> `compare` (two reports or folders).
 
+pub mod aic;
 pub mod cli;
 pub mod compare;
 pub mod config;

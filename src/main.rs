@@ -20,6 +20,9 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Man(args) => man(args),
+        Command::Aic(dynosim::cli::AicCommand::List) => dynosim::aic::catalog()
+            .map(|c| print!("{c}"))
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -179,6 +179,10 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         "--decode-engine-args",
         &mut timing,
     )?;
+    let aic = timing.aic_engines().stats();
+    if aic.loaded > 0 {
+        eprintln!("{}", aic.summary());
+    }
     let router = match &args.router_config {
         Some(json) => parse_router_config_str(json, "--router-config")?,
         None => RouterConfig::default(),
@@ -651,6 +655,17 @@ fn resolve_report_path(arg: Option<&Path>, now: SystemTime) -> PathBuf {
     }
 }
 
+/// The first failed timing prediction of any pool (AIC estimator errors are fatal, as in
+/// DynoSim; the simulation cannot stop inside a pass, so it is checked afterwards).
+fn timing_failure(cfg: &SimConfig) -> Option<String> {
+    match &cfg.topology {
+        Topology::Aggregated { engine, .. } => engine.timing.failure(),
+        Topology::Disaggregated {
+            prefill, decode, ..
+        } => prefill.timing.failure().or_else(|| decode.timing.failure()),
+    }
+}
+
 /// Runs a validated plan: workload, simulation, reports, console output.
 ///
 /// Report paths that can never be written and simulations that cannot fit in memory are refused
@@ -694,6 +709,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     // fits already), before they are computed.
     check_workload_memory(&workload, &plan.sim, budget, hint).map_err(err)?;
     let out = crate::sim::simulate(&workload, &plan.sim)?;
+    if let Some(e) = timing_failure(&plan.sim) {
+        anyhow::bail!(e);
+    }
 
     // JSONL first: if the main report then fails, the JSONL is removed again, with any folder
     // created for them.

@@ -93,27 +93,6 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "has_perf_model",
 ];
 
-const AIC_STRING_KEYS: &[&str] = &[
-    "aic_backend",
-    "aic_system",
-    "aic_backend_version",
-    "aic_model_path",
-    "aic_gemm_dtype",
-    "aic_moe_dtype",
-    "aic_fmha_dtype",
-    "aic_kv_cache_dtype",
-    "aic_comm_dtype",
-    "aic_nextn_accept_rates",
-];
-
-const AIC_INT_KEYS: &[&str] = &[
-    "aic_tp_size",
-    "aic_moe_tp_size",
-    "aic_moe_ep_size",
-    "aic_attention_dp_size",
-    "aic_nextn",
-];
-
 const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
     "bandwidth_g1_to_g2_gbps",
     "bandwidth_g2_to_g1_gbps",
@@ -124,7 +103,6 @@ const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
 ];
 
 const OFFLOAD_WHY: &str = "KV offload tiers (G2/G3/G4, KVBM) are not simulated";
-const AIC_WHY: &str = "AIConfigurator-based timing is not implemented";
 
 /// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); files it names (a timing
 /// profile) are read through `timing`.
@@ -213,7 +191,8 @@ pub fn parse_engine_args_with(
             _ => PreemptionMode::Lifo,
         };
     }
-    if let Some(file) = o.string("planner_profile_data")?.value() {
+    let npz = o.string("planner_profile_data")?.value();
+    if let Some(file) = npz {
         a.timing = load_profile(&o, file, timing)?;
     }
     a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
@@ -244,8 +223,42 @@ pub fn parse_engine_args_with(
     }
     parse_trtllm(&o)?;
     parse_offload_keys(&o)?;
-    parse_aic_keys(&o)?;
+    let fractions = parse_memory_fractions(&o)?;
+    let aic = super::aic::parse_aic_args(
+        &o,
+        o.int("num_gpu_blocks", 1, u64::MAX)?.is_set(),
+        a.block_size,
+        a.max_num_batched_tokens,
+        fractions,
+    )?;
+    // GPUs per worker = aic_tp_size × ranks, with or without AIC timing (DynoSim's
+    // `aic_gpus_per_worker`); attention DP materialises as that many ranks.
+    if let Some(tp) = o.int("aic_tp_size", 1, 4096)?.value() {
+        a.tp_size = tp as u32;
+    }
+    if let Some(dp) = o.int("aic_attention_dp_size", 1, 4096)?.value() {
+        if dp > 1 {
+            a.dp_size = dp as u32;
+        }
+    }
     parse_ignored_keys(&o)?;
+    if let Some(aic) = aic {
+        // Built last: the compile step is the one slow part of parsing.
+        let (t, blocks) = crate::aic::build_timing(timing, &aic, origin)?;
+        // A profile wins over AIC (DynoSim's order); the KV pool is still AIC's estimate.
+        if npz.is_none() {
+            a.timing = t;
+        }
+        if let Some(b) = blocks {
+            if b == 0 || b > super::limits::MAX_NUM_GPU_BLOCKS {
+                return Err(o.error(
+                    "aic_backend",
+                    format!("gives a KV pool of {b} blocks from AIC's memory model (the model does not fit, or the pool is too large); set num_gpu_blocks"),
+                ));
+            }
+            a.num_gpu_blocks = b;
+        }
+    }
     Ok(a)
 }
 
@@ -446,31 +459,17 @@ fn parse_offload_keys(o: &JsonObject) -> Result<(), InputError> {
     Ok(())
 }
 
-fn parse_aic_keys(o: &JsonObject) -> Result<(), InputError> {
-    for &key in AIC_STRING_KEYS {
-        if o.string(key)?.is_set() {
-            return Err(o.unsupported(key, AIC_WHY));
-        }
-    }
-    for &key in AIC_INT_KEYS {
-        if o.int(key, 0, u64::MAX)?.is_set() {
-            return Err(o.unsupported(key, AIC_WHY));
-        }
-    }
-    // Seeds AIC's MTP acceptance draws only; without AIC timing it has no effect.
-    o.non_null("aic_mtp_seed", o.int("aic_mtp_seed", 0, u64::MAX)?)?;
-    Ok(())
+/// The memory fractions AIC's KV-pool estimate uses (no effect without `aic_backend`).
+fn parse_memory_fractions(o: &JsonObject) -> Result<super::aic::MemoryFractions, InputError> {
+    Ok(super::aic::MemoryFractions {
+        gpu_memory_utilization: o.float("gpu_memory_utilization", 0.0, 1.0)?.value(),
+        mem_fraction_static: o.float("mem_fraction_static", 0.0, 1.0)?.value(),
+        free_gpu_memory_fraction: o.float("free_gpu_memory_fraction", 0.0, 1.0)?.value(),
+    })
 }
 
 /// Keys with no effect on offline timing: type-checked like upstream does, then dropped.
 fn parse_ignored_keys(o: &JsonObject) -> Result<(), InputError> {
-    for key in [
-        "gpu_memory_utilization",
-        "mem_fraction_static",
-        "free_gpu_memory_fraction",
-    ] {
-        o.float(key, 0.0, 1.0)?;
-    }
     o.object("reasoning")?;
     o.string("response_replay_trace_path")?;
     for key in ["bootstrap_port", "zmq_kv_events_port", "zmq_replay_port"] {
@@ -695,7 +694,11 @@ mod tests {
                 "gpu_memory_utilization",
                 "[0, 1]",
             ),
-            (json!({"aic_backend": 1}), "aic_backend", "a string"),
+            (
+                json!({"aic_backend": 1}),
+                "aic_backend",
+                "must be one of \"vllm\"",
+            ),
         ];
         for (v, key, expected) in cases {
             let m = err(v);
@@ -798,10 +801,7 @@ mod tests {
             json!({"offload_batch_size": 8}),
             json!({"bandwidth_g1_to_g2_gbps": 10}),
             json!({"g1_backend": "kvbm"}),
-            json!({"aic_backend": "vllm"}),
-            json!({"aic_tp_size": 2}),
-            json!({"aic_nextn": 1}),
-            json!({"aic_nextn_accept_rates": "0.8"}),
+            json!({"aic_backend": "vllm", "aic_model_path": "m", "aic_backend_version": "1", "aic_nextn": 1}),
         ];
         for v in cases {
             let m = err(v);

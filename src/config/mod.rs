@@ -2,6 +2,7 @@
 //! Parsing from DynoSim's JSON flags lives in `engine_args` and `router_config`; this module owns
 //! only the types and their defaults (spec §4.1, §6.4).
 
+pub mod aic;
 pub mod engine_args;
 mod json_fields;
 pub mod limits;

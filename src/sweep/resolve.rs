@@ -384,6 +384,12 @@ impl<'s> Resolver<'s> {
     }
 
     /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
+    /// What the AIC engines of the points resolved so far cost (each distinct engine is compiled
+    /// and loaded once).
+    pub fn aic_stats(&self) -> crate::aic::AicStats {
+        self.timing.aic_engines().stats()
+    }
+
     pub fn resolve(&mut self, id: u64) -> Result<ResolvedPoint, InputError> {
         let spec = self.spec;
         let assigned = spec.point_params(id as u128);

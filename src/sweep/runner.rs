@@ -150,6 +150,10 @@ pub(crate) fn resolve_points(
             points.push(p);
         }
     }
+    let aic = resolver.aic_stats();
+    if aic.loaded > 0 {
+        eprintln!("{}", aic.summary());
+    }
     Ok(points)
 }
 

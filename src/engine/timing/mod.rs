@@ -4,7 +4,8 @@
 //! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
 //! never knows which model runs:
 //! * `polynomial`: DynoSim's default fit (no engine arg);
-//! * `interpolated`: a measured NPZ profile (`planner_profile_data`).
+//! * `interpolated`: a measured NPZ profile (`planner_profile_data`);
+//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys).
 //!
 //! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
 //! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
@@ -20,11 +21,15 @@
 //! This module owns no scheduling: the vLLM scheduler decides what a pass contains and passes
 //! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
 
+pub mod aic;
 pub mod interpolated;
 pub mod polynomial;
 
+pub use aic::AicLatency;
 pub use interpolated::Interpolated;
 pub use polynomial::Polynomial;
+
+use crate::config::aic::AicEngineId;
 
 use crate::error::InputError;
 use serde::{Serialize, Serializer};
@@ -64,6 +69,8 @@ pub enum TimingSource {
     /// A measured profile: the NPZ as the user wrote its path, and its SHA-256 (so a changed
     /// profile changes the configuration hash, a moved one does not).
     PlannerProfileData { file: String, sha256: String },
+    /// AIConfigurator's estimator for one engine.
+    Aic(Box<AicEngineId>),
 }
 
 /// A built model; cloning shares it.
@@ -72,6 +79,7 @@ enum Model {
     #[default]
     Polynomial,
     Interpolated(Arc<Interpolated>),
+    Aic(Arc<AicLatency>),
 }
 
 /// The timing model of one worker pool: cheap to clone (clones share the built model), compared
@@ -90,6 +98,21 @@ impl Timing {
         Timing(Model::Interpolated(Arc::new(profile)))
     }
 
+    /// AIConfigurator timing over a loaded engine.
+    pub fn aic(model: Arc<AicLatency>) -> Self {
+        Timing(Model::Aic(model))
+    }
+
+    /// The first estimator error of a model whose predictions can fail (AIC); DynoSim makes
+    /// these fatal, so a run checks this after simulating.
+    pub fn failure(&self) -> Option<String> {
+        match &self.0 {
+            Model::Polynomial => None,
+            Model::Interpolated(_) => None,
+            Model::Aic(m) => m.error(),
+        }
+    }
+
     pub fn is_polynomial(&self) -> bool {
         matches!(self.0, Model::Polynomial)
     }
@@ -99,6 +122,7 @@ impl Timing {
         match &self.0 {
             Model::Polynomial => TimingSource::Polynomial,
             Model::Interpolated(p) => p.source().clone(),
+            Model::Aic(m) => TimingSource::Aic(Box::new(m.id().clone())),
         }
     }
 }
@@ -109,6 +133,7 @@ impl LatencyModel for Timing {
         match &self.0 {
             Model::Polynomial => Polynomial.prefill_ms(batch_size, isl, prefix),
             Model::Interpolated(p) => p.prefill_ms(batch_size, isl, prefix),
+            Model::Aic(m) => m.prefill_ms(batch_size, isl, prefix),
         }
     }
 
@@ -127,6 +152,7 @@ impl LatencyModel for Timing {
             Model::Interpolated(p) => {
                 p.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
             }
+            Model::Aic(m) => m.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens),
         }
     }
 
@@ -135,6 +161,7 @@ impl LatencyModel for Timing {
         match &self.0 {
             Model::Polynomial => Polynomial.decode_depends_on_context(),
             Model::Interpolated(p) => p.decode_depends_on_context(),
+            Model::Aic(m) => m.decode_depends_on_context(),
         }
     }
 }
@@ -163,6 +190,8 @@ impl Serialize for Timing {
 pub struct TimingLoader {
     base_dir: PathBuf,
     built: HashMap<String, Timing>,
+    /// AIC engines, each compiled and loaded once, with their KV-pool estimates.
+    aic: crate::aic::AicEngines,
 }
 
 impl TimingLoader {
@@ -171,6 +200,7 @@ impl TimingLoader {
         TimingLoader {
             base_dir: base_dir.into(),
             built: HashMap::new(),
+            aic: Default::default(),
         }
     }
 
@@ -198,6 +228,11 @@ impl TimingLoader {
         let t = build()?;
         self.built.insert(key, t.clone());
         Ok(t)
+    }
+
+    /// The AIC engines this loader compiled and loaded.
+    pub fn aic_engines(&self) -> &crate::aic::AicEngines {
+        &self.aic
     }
 
     /// How many distinct models this loader has built.

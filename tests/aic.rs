@@ -1,0 +1,415 @@
+//! AIConfigurator (AIC) timing, run for real: `dynosim` calls the Python package
+//! aiconfigurator-core 0.12.0 (the compile step) and the Rust estimator. Compared with DynoSim
+//! 1.4.2's own reports (`tests/data/aic/ref_*.json`, made with `../shared/reference/
+//! dynamo-replay-aic`, i.e. DynoSim with AIConfigurator 0.11.0) within the reference tolerances.
+//!
+//! How these run:
+//! * CI (`.ci/run`, CI=true) installs aiconfigurator-core 0.12.0 into a venv and sets
+//!   DYNOSIM_PYTHON: every test below except the 0.19.0 ones then runs and must pass.
+//! * Elsewhere, without the package (`DYNOSIM_PYTHON` or `python3` cannot import it), the tests
+//!   needing it print "skipped: …" and pass, so `cargo test` works on a fresh machine; with CI=true
+//!   a missing package fails them.
+//! * The vLLM 0.19.0 comparisons (DynoSim 1.4.2's default data, which the 0.12.0 wheel does not
+//!   ship) need AIConfigurator 0.11.0's `systems` folder: they run when
+//!   DYNOSIM_AIC_011_SYSTEMS names it (or the reference kit's venv is at its default place).
+//!
+//! Every test uses its own compile cache folder (DYNOSIM_CACHE_DIR) so the counts it checks do
+//! not depend on earlier runs.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> String {
+    std::env::var("DYNOSIM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Whether the AIC package is importable; without it, a test is skipped (outside CI).
+fn have_aic(test: &str) -> bool {
+    let ok = Command::new(python())
+        .args(["-c", "import aiconfigurator_core"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: CI must provide aiconfigurator-core (DYNOSIM_PYTHON={})",
+            python()
+        );
+        eprintln!(
+            "skipped: {test} needs `pip install aiconfigurator-core==0.12.0` (or DYNOSIM_PYTHON)"
+        );
+    }
+    ok
+}
+
+/// AIConfigurator 0.11.0's perf-data folder, if present here.
+fn systems_011() -> Option<PathBuf> {
+    let p = std::env::var_os("DYNOSIM_AIC_011_SYSTEMS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(
+                "/tmp/dynamo-ref-aic-venv-1.4.2/lib/python3.11/site-packages/aiconfigurator_core/systems",
+            )
+        });
+    p.join("data/h200_sxm/attention/vllm/0.19.0")
+        .is_dir()
+        .then_some(p)
+}
+
+fn dynosim(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("dynosim"));
+    c.args(args)
+        .current_dir(root())
+        .env("DYNOSIM_CACHE_DIR", cache);
+    c.env_remove("AICONFIGURATOR_SYSTEMS_PATH");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn load(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Differences outside the reference tolerances (counts exact, means 2 %, p99 5 %).
+fn compare(ours: &Value, reference: &Value) -> Vec<String> {
+    let mut bad = Vec::new();
+    for k in [
+        "completed_requests",
+        "total_input_tokens",
+        "total_output_tokens",
+    ] {
+        if ours[k] != reference[k] {
+            bad.push(format!("{k}: ours {} reference {}", ours[k], reference[k]));
+        }
+    }
+    let means = [
+        "duration_ms",
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "mean_itl_ms",
+        "mean_tpot_ms",
+        "mean_e2e_latency_ms",
+        "output_throughput_tok_s",
+        "request_throughput_rps",
+    ];
+    for (keys, tol) in [
+        (&means[..], 0.02),
+        (&["p99_ttft_ms", "p99_e2e_latency_ms"][..], 0.05),
+    ] {
+        for k in keys {
+            let (o, r) = (ours[k].as_f64().unwrap(), reference[k].as_f64().unwrap());
+            if (o - r).abs() / r.abs().max(1e-9) > tol {
+                bad.push(format!("{k}: ours {o:.4} reference {r:.4}"));
+            }
+        }
+    }
+    bad
+}
+
+const QWEN: &str =
+    r#""aic_backend":"vllm","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B""#;
+
+/// The breadth spec's AIC workload: ISL 2048, OSL 256, 200 requests, concurrency 32, 2 workers.
+fn synthetic_run(version: &str, tp: u32, cache: &Path, env: &[(&str, &Path)]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"{version}","aic_tp_size":{tp}}}"#);
+    let o = dynosim(
+        &[
+            "run",
+            "--input-tokens",
+            "2048",
+            "--output-tokens",
+            "256",
+            "--request-count",
+            "200",
+            "--replay-concurrency",
+            "32",
+            "--num-workers",
+            "2",
+            "--extra-engine-args",
+            &engine,
+            "--report-json",
+            out.to_str().unwrap(),
+        ],
+        cache,
+        env,
+    );
+    assert!(
+        o.status.success(),
+        "dynosim run failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    load(&out)
+}
+
+fn check_reference(version: &str, tp: u32, reference: &str, env: &[(&str, &Path)]) {
+    let cache = tempfile::tempdir().unwrap();
+    let ours = synthetic_run(version, tp, cache.path(), env);
+    let refr = load(&root().join("tests/data/aic").join(reference));
+    let bad = compare(&ours, &refr);
+    assert!(bad.is_empty(), "{reference}: {}", bad.join("; "));
+    // TP counts in GPUs: DynoSim's decode_gpus_per_worker is aic_tp_size.
+    assert_eq!(
+        ours["decode_gpus_per_worker"],
+        refr["decode_gpus_per_worker"]
+    );
+}
+
+#[test]
+fn vllm_0_24_tp1_matches_dynosim() {
+    if have_aic("vllm_0_24_tp1_matches_dynosim") {
+        check_reference("0.24.0", 1, "ref_synth_v024_tp1.json", &[]);
+    }
+}
+
+#[test]
+fn vllm_0_24_tp2_matches_dynosim() {
+    if have_aic("vllm_0_24_tp2_matches_dynosim") {
+        check_reference("0.24.0", 2, "ref_synth_v024_tp2.json", &[]);
+    }
+}
+
+/// DynoSim 1.4.2's own default data (vLLM 0.19.0), through AICONFIGURATOR_SYSTEMS_PATH.
+#[test]
+fn vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data() {
+    if !have_aic("vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data") {
+        return;
+    }
+    let Some(systems) = systems_011() else {
+        eprintln!(
+            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
+        );
+        return;
+    };
+    check_reference(
+        "0.19.0",
+        1,
+        "ref_synth_v019_tp1.json",
+        &[("AICONFIGURATOR_SYSTEMS_PATH", &systems)],
+    );
+}
+
+#[test]
+fn kv_pool_is_estimated_per_tp_like_dynosim() {
+    if !have_aic("kv_pool_is_estimated_per_tp_like_dynosim") {
+        return;
+    }
+    // Breadth spec §5: Qwen3-8B on h200_sxm, vLLM, block 64, 8192 batched tokens, 0.9 of memory:
+    // 12 226 blocks at TP 1, 26 176 at TP 2 (the same with the 0.24.0 data).
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
+    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    for (tp, want) in [(1, 12_226), (2, 26_176)] {
+        let v: Value = serde_json::from_str(&format!(
+            r#"{{{QWEN},"aic_backend_version":"0.24.0","aic_tp_size":{tp}}}"#
+        ))
+        .unwrap();
+        let a = dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args").unwrap();
+        assert_eq!(a.num_gpu_blocks, want, "tp {tp}");
+        assert_eq!(a.gpus_per_worker(), tp);
+    }
+    // An explicit num_gpu_blocks wins.
+    let v: Value = serde_json::from_str(&format!(
+        r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":1000}}"#
+    ))
+    .unwrap();
+    let a = dynosim::config::engine_args::parse_engine_args(&v, "x").unwrap();
+    assert_eq!(a.num_gpu_blocks, 1000);
+}
+
+#[test]
+fn aic_list_prints_the_installed_database() {
+    if !have_aic("aic_list_prints_the_installed_database") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let o = dynosim(&["aic", "list"], cache.path(), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("aiconfigurator-core 0.12.0"), "{text}");
+    assert!(text.contains("h200_sxm  vllm  0.24.0"), "{text}");
+    assert!(text.contains("Qwen/Qwen3-8B"), "{text}");
+}
+
+#[test]
+fn unknown_version_system_and_model_exit_2_with_what_is_available() {
+    if !have_aic("unknown_version_system_and_model_exit_2_with_what_is_available") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    for (patch, needle) in [
+        (
+            serde_json::json!({"aic_backend_version": "0.19.0"}),
+            "available: 0.24.0",
+        ),
+        (serde_json::json!({"aic_system": "tpu_v9"}), "h200_sxm"),
+        (
+            serde_json::json!({"aic_model_path": "no/such-model"}),
+            "Qwen/Qwen3-8B",
+        ),
+    ] {
+        let mut v = serde_json::json!({"aic_backend": "vllm", "aic_system": "h200_sxm",
+            "aic_model_path": "Qwen/Qwen3-8B", "aic_backend_version": "0.24.0"});
+        for (k, x) in patch.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let engine = v.to_string();
+        let o = dynosim(
+            &[
+                "run",
+                "--input-tokens",
+                "100",
+                "--output-tokens",
+                "2",
+                "--request-count",
+                "1",
+                "--replay-concurrency",
+                "1",
+                "--extra-engine-args",
+                &engine,
+            ],
+            cache.path(),
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{patch}: {err}");
+        assert!(err.contains("--extra-engine-args"), "{err}");
+        assert!(err.contains(needle), "{patch}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_python_package_names_the_install_command() {
+    let cache = tempfile::tempdir().unwrap();
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
+    let o = dynosim(
+        &[
+            "run",
+            "--input-tokens",
+            "100",
+            "--output-tokens",
+            "2",
+            "--request-count",
+            "1",
+            "--replay-concurrency",
+            "1",
+            "--extra-engine-args",
+            &engine,
+        ],
+        cache.path(),
+        &[("DYNOSIM_PYTHON", Path::new("/nonexistent/python3"))],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pip install aiconfigurator-core==0.12.0"),
+        "{err}"
+    );
+}
+
+/// A 16-point TP × workers sweep (4 TP sizes × 4 worker counts) compiles and loads each of its
+/// four distinct engines once; a second run reads all four from the disk cache.
+#[test]
+fn a_tp_by_workers_sweep_loads_each_engine_once() {
+    if !have_aic("a_tp_by_workers_sweep_loads_each_engine_once") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let spec = dir.path().join("tp.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: tp\nworkload: {{input_tokens: 512, output_tokens: 8, request_count: 16, replay_concurrency: 8}}\n\
+             engine: {{{QWEN}, aic_backend_version: \"0.24.0\"}}\n\
+             grid:\n  engine.aic_tp_size: [1, 2, 4, 8]\n  num_workers: [1, 2, 3, 4]\n"
+        )
+        .replace("\"aic_backend\":", "aic_backend: ")
+        .replace("\"aic_system\":", "aic_system: ")
+        .replace("\"aic_model_path\":", "aic_model_path: "),
+    )
+    .unwrap();
+    for (i, want) in [
+        (0, "4 engines loaded (4 compiled, 0 from the cache)"),
+        (1, "4 engines loaded (0 compiled, 4 from the cache)"),
+    ] {
+        let out = dir.path().join(format!("out{i}"));
+        let o = dynosim(
+            &[
+                "sweep",
+                spec.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "--quiet",
+            ],
+            &cache,
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains(want), "run {i}: {err}");
+        let csv = std::fs::read_to_string(out.join("leaderboard.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 17, "{csv}");
+    }
+}
+
+/// With AIC timing the decode time depends on the context, which grows by one token a pass; the
+/// stride path (runs of pure-decode passes planned at once) must still give exactly the
+/// step-by-step results.
+#[test]
+fn strides_give_the_step_by_step_results_with_aic_timing() {
+    if !have_aic("strides_give_the_step_by_step_results_with_aic_timing") {
+        return;
+    }
+    use clap::Parser;
+    use dynosim::sim::{simulate_with, SimOptions};
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
+    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":2000}}"#);
+    let cli = dynosim::cli::Cli::try_parse_from([
+        "dynosim",
+        "run",
+        "tests/data/traces/conv_2k.jsonl.gz",
+        "--trace-block-size",
+        "512",
+        "--num-workers",
+        "2",
+        "--arrival-speedup-ratio",
+        "4",
+        "--extra-engine-args",
+        &engine,
+    ])
+    .unwrap();
+    let dynosim::cli::Command::Run(run) = cli.command else {
+        unreachable!()
+    };
+    let mut plan = dynosim::run::plan(&run).unwrap();
+    plan.sim.record_requests = true;
+    let workload = plan.workload.load(plan.sim.topology.block_size()).unwrap();
+    let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true }).unwrap();
+    let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false }).unwrap();
+    let strip = |r: &dynosim::report::Report| {
+        let mut f = r.fields.clone();
+        for k in [
+            "wall_time_ms",
+            "processed_tokens_per_s",
+            "processed_output_tokens_per_s",
+        ] {
+            f.remove(k);
+        }
+        serde_json::to_string(&f).unwrap()
+    };
+    assert_eq!(strip(&a.report), strip(&b.report));
+    assert_eq!(a.records, b.records);
+}
