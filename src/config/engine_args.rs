@@ -150,14 +150,15 @@ pub fn parse_engine_args_with(
 ) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
-    let mut a = EngineArgs::default();
-
-    a.engine_type = parse_engine_type(&o)?;
-    if a.engine_type == EngineType::Trtllm {
+    let engine_type = parse_engine_type(&o)?;
+    let mut a = EngineArgs {
+        engine_type,
+        worker_type: parse_worker_type(&o)?,
+        ..EngineArgs::default()
+    };
+    if engine_type == EngineType::Trtllm {
         a.block_size = DEFAULT_TRTLLM_BLOCK_SIZE;
     }
-
-    a.worker_type = parse_worker_type(&o)?;
 
     if let Some(n) = o
         .int("num_gpu_blocks", 1, super::limits::MAX_NUM_GPU_BLOCKS)?
@@ -719,7 +720,6 @@ mod tests {
     fn unmodelled_features_are_refused() {
         let cases = [
             json!({"engine_type": "sglang"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
             json!({"sglang": {}}),
             json!({"num_g2_blocks": 1000}),
             json!({"num_g3_blocks": 0}),
