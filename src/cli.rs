@@ -432,9 +432,9 @@ pub struct SweepArgs {
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Keep the points already in the output directory's points.jsonl whose configuration hash
-    /// is unchanged, simulate only the others, and rewrite the leaderboards and report.html
-    /// (earlier finished points this run does not contain are kept in points-archive.jsonl).
+    /// Skip points already finished in the output directory (earlier finished points this run
+    /// does not contain are kept in its points-archive.jsonl); the leaderboards and report.html
+    /// are rewritten.
     #[arg(long)]
     pub resume: bool,
     /// Run only the points whose id % N == K (0 <= K < N), e.g. 0/4 .. 3/4.
