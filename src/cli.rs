@@ -408,6 +408,9 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Run every simulation to the end, even one that certainly misses a `require` bound.
+    #[arg(long)]
+    pub no_early_stop: bool,
 }
 
 /// Flags of `dynosim merge` (implemented in the sweep module).

@@ -48,6 +48,7 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
         dry_run: args.dry_run,
         max_points: args.max_points,
         quiet: args.quiet,
+        early_stop: !args.no_early_stop,
     };
     match dynosim::sweep::run_sweep(&opts) {
         Ok(outcome) => ExitCode::from(outcome.exit_code() as u8),

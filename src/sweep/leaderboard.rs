@@ -459,6 +459,7 @@ mod tests {
             configuration: None,
             workload: None,
             report: report.as_object().cloned(),
+            stopped_on: None,
         }
     }
 

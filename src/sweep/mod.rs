@@ -44,6 +44,8 @@ pub struct SweepOptions {
     pub max_points: u64,
     /// `--quiet`: no progress bar, no table.
     pub quiet: bool,
+    /// Stop a simulation once it certainly misses a `require` bound (off: `--no-early-stop`).
+    pub early_stop: bool,
 }
 
 impl SweepOptions {
@@ -58,6 +60,7 @@ impl SweepOptions {
             dry_run: false,
             max_points: DEFAULT_MAX_POINTS,
             quiet: false,
+            early_stop: true,
         }
     }
 }

@@ -78,6 +78,17 @@ pub struct PointRecord {
     /// The full report (DynoSim's keys plus `output_throughput_tok_s_per_gpu`).
     #[serde(default)]
     pub report: Option<Map<String, Value>>,
+    /// The `require` bound a simulation stopped early on (no report then): a resumed sweep
+    /// reuses the point only while it still requires at least as much.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_on: Option<StoppedOn>,
+}
+
+/// The bound an early-stopped point certainly misses: `key <= max`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedOn {
+    pub key: String,
+    pub max: f64,
 }
 
 impl PointRecord {
@@ -98,6 +109,7 @@ impl PointRecord {
             configuration: serde_json::to_value(&p.config).ok(),
             workload: Some(identity.clone()),
             report: None,
+            stopped_on: None,
         }
     }
 
@@ -309,6 +321,7 @@ mod tests {
                 serde_json::from_str(r#"{"output_throughput_tok_s": 10.5, "wall_time_ms": 3, "completed_requests": 7}"#)
                     .unwrap(),
             ),
+            stopped_on: None,
         }
     }
 

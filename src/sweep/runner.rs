@@ -9,11 +9,11 @@ use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::record::{
     file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
-    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
-    POINTS_FILE, SPEC_FILE,
+    PointRecord, PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE,
+    META_FILE, POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
-use super::spec::{load_spec, Spec};
+use super::spec::{load_spec, Bound, Spec};
 use super::values::value_text;
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
@@ -21,6 +21,7 @@ use crate::config::limits::{
 };
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
+use crate::sim::early_stop::{StopBound, Stopped};
 use crate::sim::SimOutput;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::synthetic::SyntheticSpec;
@@ -41,6 +42,39 @@ pub(crate) struct Backend {
     pub simulate: fn(&Workload, &PromptBlocks, &SimConfig) -> Result<SimOutput, SimError>,
     pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
+    /// The simulation with early stop on `require` bounds (`None`: `simulate`, to the end).
+    pub simulate_bounded: Option<BoundedSim>,
+}
+
+/// A simulation that stops once one of the bounds is certainly missed.
+pub(crate) type BoundedSim = fn(
+    &Workload,
+    &PromptBlocks,
+    &SimConfig,
+    &[StopBound],
+) -> Result<Result<SimOutput, Stopped>, SimError>;
+
+fn simulate_shared_bounded(
+    w: &Workload,
+    prompts: &PromptBlocks,
+    cfg: &SimConfig,
+    bounds: &[StopBound],
+) -> Result<Result<SimOutput, Stopped>, SimError> {
+    crate::sim::simulate_bounded(
+        w,
+        Some(prompts),
+        cfg,
+        crate::sim::SimOptions::default(),
+        bounds,
+    )
+}
+
+/// The `require` bounds a simulation can be stopped on (see `sim::early_stop`).
+pub(crate) fn stop_bounds(require: &[Bound]) -> Vec<StopBound> {
+    require
+        .iter()
+        .filter_map(|b| b.max.and_then(|m| StopBound::parse(&b.metric, m)))
+        .collect()
 }
 
 /// The real simulation, with the workload's prompt blocks computed once for all its points.
@@ -56,6 +90,7 @@ pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: simulate_shared,
     load_trace: crate::workload::trace::load_trace_with,
     generate: crate::workload::synthetic::generate,
+    simulate_bounded: Some(simulate_shared_bounded),
 };
 
 static SIGINTS: AtomicU64 = AtomicU64::new(0);
@@ -320,6 +355,29 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A point's result from an earlier run of the same configuration, classified under today's
+/// `require`; `None` when it stopped early on a bound no longer required as strictly (it must
+/// run again).
+fn reuse(mut rec: PointRecord, prev: &PointRecord, require: &[Bound]) -> Option<PointRecord> {
+    if let Some(on) = &prev.stopped_on {
+        let still = require
+            .iter()
+            .any(|b| b.metric == on.key && b.max.is_some_and(|m| m <= on.max));
+        if !still || prev.report.is_some() {
+            return None;
+        }
+        rec.status = Status::Infeasible;
+        rec.reason = prev.reason.clone();
+        rec.stopped_on = prev.stopped_on.clone();
+        return Some(rec);
+    }
+    rec.report = prev.report.clone();
+    let (status, reason) = classify(&rec, require);
+    rec.status = status;
+    rec.reason = reason;
+    Some(rec)
+}
+
 /// Simulates one point: a report (`ok`/`infeasible`), or `failed` on an error or a panic.
 fn run_one(
     mut rec: PointRecord,
@@ -328,15 +386,28 @@ fn run_one(
     config: &SimConfig,
     spec: &Spec,
     backend: &Backend,
+    bounds: &[StopBound],
 ) -> PointRecord {
     let run = || {
         // Computed by the first point that needs it; the others wait for it and share it.
         let prompts =
             prompts.get_or_init(|| PromptBlocks::new(workload, config.topology.block_size()));
-        (backend.simulate)(workload, prompts, config)
+        match backend.simulate_bounded.filter(|_| !bounds.is_empty()) {
+            Some(bounded) => bounded(workload, prompts, config, bounds),
+            None => (backend.simulate)(workload, prompts, config).map(Ok),
+        }
     };
     match catch_unwind(AssertUnwindSafe(run)) {
-        Ok(Ok(out)) => {
+        Ok(Ok(Err(stopped))) => {
+            // Certainly infeasible: no report, rather than partial values shown as results.
+            rec.status = Status::Infeasible;
+            rec.reason = Some(stopped.reason());
+            rec.stopped_on = Some(StoppedOn {
+                key: stopped.key,
+                max: stopped.max,
+            });
+        }
+        Ok(Ok(Ok(out))) => {
             let mut report = match serde_json::to_value(&out.report) {
                 Ok(Value::Object(m)) => m,
                 _ => Default::default(),
@@ -511,14 +582,12 @@ pub(crate) fn run_with(
                 Some(r.clone()),
             )),
             Verdict::Run => {
-                let mut rec = PointRecord::new(&p, &identity, Status::Failed, None);
+                let rec = PointRecord::new(&p, &identity, Status::Failed, None);
                 if let Some(prev) = reusable.get(rec.hash.as_str()) {
-                    rec.report = prev.report.clone();
-                    let (status, reason) = classify(&rec, &spec.require);
-                    rec.status = status;
-                    rec.reason = reason;
-                    settled.push(rec);
-                    continue;
+                    if let Some(done) = reuse(rec.clone(), prev, &spec.require) {
+                        settled.push(done);
+                        continue;
+                    }
                 }
                 let key = p.workload.cache_key();
                 let w = *workload_index.entry(key).or_insert_with(|| {
@@ -534,6 +603,11 @@ pub(crate) fn run_with(
         }
     }
     let reused = settled.iter().filter(|r| r.status.ran()).count();
+    let bounds = if opts.early_stop {
+        stop_bounds(&spec.require)
+    } else {
+        Vec::new()
+    };
 
     // Points whose simulation cannot fit in memory fail with a message instead of being killed
     // by the OS: synthetic workloads are judged before they are generated, traces once loaded.
@@ -689,6 +763,7 @@ pub(crate) fn run_with(
             &task.config,
             &spec,
             backend,
+            &bounds,
         )
     };
     let done = |rec: &PointRecord| {
