@@ -4,7 +4,7 @@
 //! Everything here is a pure function of the records and the spec's settings, so a leaderboard
 //! never depends on scheduling, on `-j`, or on how the points were split across shards.
 
-use super::record::{PointRecord, Status, DYNOSIM_VERSION};
+use super::record::{PointRecord, SearchOutcome, Status, DYNOSIM_VERSION};
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
 use super::values::{cell, float_text, value_text};
 use serde::Serialize;
@@ -19,6 +19,8 @@ pub struct Row<'a> {
     pub rank: Option<u64>,
     /// On the Pareto front (`ok` points only); `None` for points that did not run.
     pub pareto: Option<bool>,
+    /// With `group_by`: the group the row is ranked in, e.g. `workload.arrival_speedup_ratio=2`.
+    pub group: Option<String>,
 }
 
 /// `ok` or `infeasible` for a simulated point, with the violated bounds as the reason.
@@ -119,42 +121,96 @@ pub fn pareto_front(recs: &[&PointRecord], objectives: &[Objective]) -> Vec<bool
     on
 }
 
-/// Ranks records: `ok` by `rank_by`, then `infeasible` by `rank_by`, then the rest by point id.
+/// Ranks records: points that meet every bound (`ok`, `above_range`) by `rank_by`, then those
+/// that miss one (`infeasible`, `below_range`) by `rank_by`, then the rest by point id.
 pub fn rank<'a>(
     records: &'a [PointRecord],
     rank_by: &[Objective],
     pareto: &[Objective],
 ) -> Vec<Row<'a>> {
-    let mut ok: Vec<&PointRecord> = records.iter().filter(|r| r.status == Status::Ok).collect();
-    let mut infeasible: Vec<&PointRecord> = records
+    rank_grouped(records, rank_by, pareto, &[])
+}
+
+/// The group label of a record under `group_by` (the parameters' values, in order).
+pub fn group_label(rec: &PointRecord, group_by: &[String]) -> String {
+    group_by
         .iter()
-        .filter(|r| r.status == Status::Infeasible)
-        .collect();
-    let mut rest: Vec<&PointRecord> = records.iter().filter(|r| !r.status.ran()).collect();
-    ok.sort_by(|a, b| compare(a, b, rank_by));
-    infeasible.sort_by(|a, b| compare(a, b, rank_by));
-    rest.sort_by_key(|r| r.point);
-    let front = pareto_front(&ok, pareto);
+        .map(|p| {
+            let v = rec.parameters.get(p).map(value_text).unwrap_or_default();
+            format!("{p}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// [`rank`] within each group of `group_by` (no groups when empty): groups in order of their
+/// lowest point id, ranks and Pareto fronts restarting in each; the points that did not run
+/// come last, by point id.
+pub fn rank_grouped<'a>(
+    records: &'a [PointRecord],
+    rank_by: &[Objective],
+    pareto: &[Objective],
+    group_by: &[String],
+) -> Vec<Row<'a>> {
+    let grouped = !group_by.is_empty();
+    let label = |r: &PointRecord| grouped.then(|| group_label(r, group_by));
+    // Groups in order of first appearance by point id.
+    let mut by_point: Vec<&PointRecord> = records.iter().collect();
+    by_point.sort_by_key(|r| r.point);
+    let mut groups: Vec<Option<String>> = Vec::new();
+    for r in &by_point {
+        let g = label(r);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
     let mut rows = Vec::with_capacity(records.len());
-    for (i, r) in ok.iter().enumerate() {
-        rows.push(Row {
-            rec: r,
-            rank: Some(rows.len() as u64 + 1),
-            pareto: Some(front[i]),
-        });
+    for g in &groups {
+        let in_group = |r: &&PointRecord| label(r) == *g;
+        let mut ok: Vec<&PointRecord> = by_point
+            .iter()
+            .copied()
+            .filter(in_group)
+            .filter(|r| r.status.feasible() == Some(true))
+            .collect();
+        let mut infeasible: Vec<&PointRecord> = by_point
+            .iter()
+            .copied()
+            .filter(in_group)
+            .filter(|r| r.status.feasible() == Some(false))
+            .collect();
+        ok.sort_by(|a, b| compare(a, b, rank_by));
+        infeasible.sort_by(|a, b| compare(a, b, rank_by));
+        let front = pareto_front(&ok, pareto);
+        let mut n = 0u64;
+        for (i, r) in ok.iter().enumerate() {
+            n += 1;
+            rows.push(Row {
+                rec: r,
+                rank: Some(n),
+                pareto: Some(front[i]),
+                group: g.clone(),
+            });
+        }
+        for r in infeasible {
+            n += 1;
+            rows.push(Row {
+                rec: r,
+                rank: Some(n),
+                pareto: Some(false),
+                group: g.clone(),
+            });
+        }
     }
-    for r in infeasible {
-        rows.push(Row {
-            rec: r,
-            rank: Some(rows.len() as u64 + 1),
-            pareto: Some(false),
-        });
-    }
-    for r in rest {
+    for r in by_point
+        .into_iter()
+        .filter(|r| r.status.feasible().is_none())
+    {
         rows.push(Row {
             rec: r,
             rank: None,
             pareto: None,
+            group: label(r),
         });
     }
     rows
@@ -173,6 +229,9 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
     keys
 }
 
+/// The columns a capacity search adds before `gpus`.
+pub const SEARCH_COLUMNS: [&str; 3] = ["capacity", "capacity_bracket_high", "probes"];
+
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
 /// `gpus`, then the metrics.
 pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
@@ -180,11 +239,19 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
+    let grouped = rows.iter().any(|r| r.group.is_some());
+    let searched = rows.iter().any(|r| r.rec.search.is_some());
     let mut header: Vec<String> = ["rank", "point", "status", "feasible", "pareto", "reason"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    if grouped {
+        header.insert(1, "group".into());
+    }
     header.extend(param_columns.iter().cloned());
+    if searched {
+        header.extend(SEARCH_COLUMNS.iter().map(|s| s.to_string()));
+    }
     header.push("gpus".into());
     header.extend(metrics.iter().cloned());
     // Writing to a Vec cannot fail.
@@ -193,17 +260,26 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
         let r = row.rec;
         let mut fields: Vec<String> = Vec::with_capacity(header.len());
         fields.push(row.rank.map(|n| n.to_string()).unwrap_or_default());
+        if grouped {
+            fields.push(row.group.clone().unwrap_or_default());
+        }
         fields.push(r.point.to_string());
         fields.push(r.status.as_str().to_string());
-        fields.push(match r.status {
-            Status::Ok => "true".into(),
-            Status::Infeasible => "false".into(),
-            _ => String::new(),
-        });
+        fields.push(
+            r.status
+                .feasible()
+                .map(|f| f.to_string())
+                .unwrap_or_default(),
+        );
         fields.push(row.pareto.map(|b| b.to_string()).unwrap_or_default());
         fields.push(r.reason.clone().unwrap_or_default());
         for c in param_columns {
             fields.push(cell(r.parameters.get(c)));
+        }
+        if searched {
+            for c in SEARCH_COLUMNS {
+                fields.push(r.metric(c).map(float_text).unwrap_or_default());
+            }
         }
         fields.push(r.gpus.map(|g| g.to_string()).unwrap_or_default());
         for m in &metrics {
@@ -265,6 +341,8 @@ struct JsonRow<'a> {
     configuration: &'a Option<Value>,
     feasible: Option<bool>,
     gpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
     hash: &'a str,
     parameters: &'a Map<String, Value>,
     pareto: Option<bool>,
@@ -272,6 +350,8 @@ struct JsonRow<'a> {
     rank: Option<u64>,
     reason: &'a Option<String>,
     report: &'a Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: &'a Option<SearchOutcome>,
     status: Status,
     workload: &'a Option<Value>,
 }
@@ -285,12 +365,9 @@ impl Serialize for JsonRows<'_, '_> {
             let r = row.rec;
             JsonRow {
                 configuration: &r.configuration,
-                feasible: match r.status {
-                    Status::Ok => Some(true),
-                    Status::Infeasible => Some(false),
-                    _ => None,
-                },
+                feasible: r.status.feasible(),
                 gpus: r.gpus,
+                group: row.group.as_deref(),
                 hash: &r.hash,
                 parameters: &r.parameters,
                 pareto: row.pareto,
@@ -298,6 +375,7 @@ impl Serialize for JsonRows<'_, '_> {
                 rank: row.rank,
                 reason: &r.reason,
                 report: &r.report,
+                search: &r.search,
                 status: r.status,
                 workload: &r.workload,
             }
@@ -385,7 +463,23 @@ pub fn top_table(
         "status".into(),
         "gpus".into(),
     ];
-    header.extend(rank_by.iter().map(|o| o.metric.clone()));
+    let searched = ranked.iter().any(|r| r.rec.search.is_some());
+    let grouped = ranked.iter().any(|r| r.group.is_some());
+    // A search's answer first: the capacity, its bracket and the per-GPU throughput there.
+    let mut metrics: Vec<&str> = Vec::new();
+    if searched {
+        metrics.extend([
+            "capacity",
+            "capacity_bracket_high",
+            "request_throughput_rps_per_gpu",
+        ]);
+    }
+    for o in rank_by {
+        if !metrics.contains(&o.metric.as_str()) {
+            metrics.push(&o.metric);
+        }
+    }
+    header.extend(metrics.iter().map(|m| m.to_string()));
     header.push("parameters".into());
     let mut table: Vec<Vec<String>> = vec![header];
     for row in ranked {
@@ -400,15 +494,15 @@ pub fn top_table(
             },
             r.gpus.map(|g| g.to_string()).unwrap_or_default(),
         ];
-        line.extend(rank_by.iter().map(|o| short_number(r.metric(&o.metric))));
+        line.extend(metrics.iter().map(|m| short_number(r.metric(m))));
+        let group = row.group.iter().filter(|_| grouped).cloned();
         line.push(
-            param_columns
-                .iter()
-                .filter_map(|c| {
+            group
+                .chain(param_columns.iter().filter_map(|c| {
                     r.parameters
                         .get(c)
                         .map(|v| format!("{c}={}", value_text(v)))
-                })
+                }))
                 .collect::<Vec<_>>()
                 .join(" "),
         );
@@ -460,6 +554,7 @@ mod tests {
             workload: None,
             report: report.as_object().cloned(),
             stopped_on: None,
+            search: None,
         }
     }
 

@@ -10,6 +10,7 @@
 //! `values` (how values are written as text) is the leaf every stage shares.
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
+pub mod capacity;
 pub mod execute;
 pub mod leaderboard;
 pub mod merge;
@@ -75,6 +76,9 @@ pub struct SweepOutcome {
     pub skipped: u64,
     pub invalid: u64,
     pub failed: u64,
+    /// Capacity search: points that miss a bound at the knob's low / meet every bound at its high.
+    pub below_range: u64,
+    pub above_range: u64,
     /// Points taken from an earlier run (`--resume`).
     pub reused: u64,
     /// Points not simulated (interrupted, or a dry run).
@@ -103,6 +107,12 @@ impl SweepOutcome {
             "{} points: {} ok, {} infeasible, {} skipped, {} invalid, {} failed",
             self.points, self.ok, self.infeasible, self.skipped, self.invalid, self.failed
         );
+        if self.below_range + self.above_range > 0 {
+            s.push_str(&format!(
+                ", {} below_range, {} above_range",
+                self.below_range, self.above_range
+            ));
+        }
         if self.reused > 0 {
             s.push_str(&format!(" ({} from the earlier run)", self.reused));
         }

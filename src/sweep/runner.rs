@@ -126,7 +126,7 @@ pub(crate) fn sigint_since(baseline: u64) -> bool {
 }
 
 /// Checks `--shard K/N`.
-fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
+pub(crate) fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
     match shard {
         Some((k, n)) if n == 0 || k >= n => Err(SweepError::Input(InputError::new(format!(
             "--shard {k}/{n}: expected K/N with 0 <= K < N"
@@ -266,7 +266,7 @@ pub(crate) fn dry_run_text(
 
 /// Where the results go: `-o`, else the spec's `output`, else `results/<name>`; a shard without
 /// `-o` gets its own sibling folder.
-fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
+pub(crate) fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
     if let Some(o) = &opts.output {
         return o.clone();
     }
@@ -288,7 +288,7 @@ fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
 
 /// Refuses a non-empty output folder unless resuming; refuses a file in its place or on its
 /// path (found before anything is loaded or run; nothing is created here).
-fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
+pub(crate) fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SweepError::Input(InputError::new(format!(
             "output folder {} is a file",
@@ -330,7 +330,7 @@ fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     Ok(())
 }
 
-fn unwritable(dir: &Path, e: std::io::Error) -> SweepError {
+pub(crate) fn unwritable(dir: &Path, e: std::io::Error) -> SweepError {
     SweepError::Input(InputError::new(format!(
         "cannot write to output folder {}: {e}",
         dir.display()
@@ -358,7 +358,11 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 /// A point's result from an earlier run of the same configuration, classified under today's
 /// `require`; `None` when it stopped early on a bound no longer required as strictly (it must
 /// run again).
-fn reuse(mut rec: PointRecord, prev: &PointRecord, require: &[Bound]) -> Option<PointRecord> {
+pub(crate) fn reuse(
+    mut rec: PointRecord,
+    prev: &PointRecord,
+    require: &[Bound],
+) -> Option<PointRecord> {
     if let Some(on) = &prev.stopped_on {
         let still = require
             .iter()
@@ -379,7 +383,7 @@ fn reuse(mut rec: PointRecord, prev: &PointRecord, require: &[Bound]) -> Option<
 }
 
 /// Simulates one point: a report (`ok`/`infeasible`), or `failed` on an error or a panic.
-fn run_one(
+pub(crate) fn run_one(
     mut rec: PointRecord,
     workload: &Workload,
     prompts: &OnceLock<PromptBlocks>,
@@ -422,6 +426,15 @@ fn run_one(
                 report.insert(
                     "output_throughput_tok_s_per_gpu".into(),
                     Value::from(thr / gpus as f64),
+                );
+            }
+            if let (Some(rps), true) = (
+                report.get("request_throughput_rps").and_then(Value::as_f64),
+                gpus > 0,
+            ) {
+                report.insert(
+                    "request_throughput_rps_per_gpu".into(),
+                    Value::from(rps / gpus as f64),
                 );
             }
             rec.report = Some(report);
@@ -494,6 +507,9 @@ pub(crate) fn run_with(
     let spec = load_spec(&opts.spec)?;
     let shard = check_shard(opts.shard)?;
     let total = checked_size(&spec, opts.max_points)?;
+    if let Some(search) = &spec.search {
+        return super::capacity::run_search(opts, &spec, search, total, shard, backend, stop);
+    }
     let points = resolve_points(&spec, total, shard)?;
     let mut outcome = SweepOutcome {
         points: points.len() as u64,
@@ -805,6 +821,8 @@ pub(crate) fn run_with(
             Status::Skipped => outcome.skipped += 1,
             Status::Invalid => outcome.invalid += 1,
             Status::Failed => outcome.failed += 1,
+            Status::BelowRange => outcome.below_range += 1,
+            Status::AboveRange => outcome.above_range += 1,
         }
     }
     outcome.output = Some(dir.clone());
@@ -825,7 +843,7 @@ pub(crate) fn write_leaderboards(
     interrupted: bool,
     quiet: bool,
 ) -> Result<(), SweepError> {
-    let rows = leaderboard::rank(records, &spec.rank_by, &spec.pareto);
+    let rows = leaderboard::rank_grouped(records, &spec.rank_by, &spec.pareto, &spec.group_by);
     let columns = spec.param_columns();
     let io = |e: std::io::Error| {
         SweepError::Io(format!(
