@@ -475,7 +475,8 @@ pub fn top_table(
         ]);
     }
     for o in rank_by {
-        if !metrics.contains(&o.metric.as_str()) {
+        // `gpus` has its own column.
+        if o.metric != "gpus" && !metrics.contains(&o.metric.as_str()) {
             metrics.push(&o.metric);
         }
     }

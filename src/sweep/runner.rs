@@ -209,8 +209,15 @@ pub(crate) fn resolve_points(
 ) -> Result<Vec<ResolvedPoint>, SweepError> {
     let mut resolver = Resolver::new(spec);
     let mut points = Vec::new();
+    // First point of every distinct simulation over the whole grid (so that a shard names the
+    // same duplicates as a whole run).
+    let mut first: HashMap<String, u64> = HashMap::new();
     for id in 0..total {
-        let p = resolver.resolve(id)?;
+        let mut p = resolver.resolve(id)?;
+        if p.verdict == Verdict::Run {
+            let leader = *first.entry(p.identity_key()).or_insert(id);
+            p.duplicate_of = (leader != id).then_some(leader);
+        }
         if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
             points.push(p);
         }
@@ -234,10 +241,16 @@ pub(crate) fn dry_run_text(
 ) -> String {
     let width = points.last().map(|p| p.id.to_string().len()).unwrap_or(1);
     let mut out = String::new();
-    let (mut skipped, mut invalid) = (0, 0);
+    let (mut skipped, mut invalid, mut duplicates) = (0, 0, 0);
     for p in points {
         let (status, why) = match &p.verdict {
-            Verdict::Run => ("", String::new()),
+            Verdict::Run => match p.duplicate_of {
+                Some(n) => {
+                    duplicates += 1;
+                    ("", format!("  (same as point {n})"))
+                }
+                None => ("", String::new()),
+            },
             Verdict::Skipped(r) => {
                 skipped += 1;
                 ("skipped", format!("  ({r})"))
@@ -257,8 +270,13 @@ pub(crate) fn dry_run_text(
         Some((k, n)) => format!(" in shard {k}/{n} of a {total}-point grid"),
         None => String::new(),
     };
+    let same = if duplicates > 0 {
+        format!(" ({duplicates} the same as an earlier point, simulated once)")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "{} points{scope}: {to_run} to run, {skipped} skipped, {invalid} invalid\n",
+        "{} points{scope}: {to_run} to run{same}, {skipped} skipped, {invalid} invalid\n",
         points.len()
     ));
     out
@@ -498,6 +516,11 @@ fn refuse_oversized(
     *tasks = kept;
 }
 
+/// Printed for a spec with neither `require` nor `search`.
+pub(crate) const NOTHING_REQUIRED: &str = "dynosim: note: the spec has no `require`, so every \
+    simulated point is `ok` (nothing is required); add bounds such as require: {p99_ttft_ms: \
+    {max: 2000}} to tell deployments that serve the load from those that do not";
+
 /// The whole sweep; `stop` says when to stop starting points (Ctrl-C).
 pub(crate) fn run_with(
     opts: &SweepOptions,
@@ -507,6 +530,9 @@ pub(crate) fn run_with(
     let spec = load_spec(&opts.spec)?;
     let shard = check_shard(opts.shard)?;
     let total = checked_size(&spec, opts.max_points)?;
+    if spec.require.is_empty() && spec.search.is_none() && !opts.quiet {
+        eprintln!("{NOTHING_REQUIRED}");
+    }
     if let Some(search) = &spec.search {
         return super::capacity::run_search(opts, &spec, search, total, shard, backend, stop);
     }
@@ -580,6 +606,13 @@ pub(crate) fn run_with(
     let mut tasks: Vec<Task> = Vec::new();
     let mut workload_index: HashMap<String, usize> = HashMap::new();
     let mut sources: Vec<(WorkloadSource, u64)> = Vec::new();
+    // Duplicates of a point simulated in this run wait for its result.
+    let dup_of: HashMap<u64, u64> = points
+        .iter()
+        .filter_map(|p| p.duplicate_of.map(|l| (p.id, l)))
+        .collect();
+    let mut task_points: std::collections::HashSet<u64> = Default::default();
+    let mut followers: Vec<PointRecord> = Vec::new();
     for p in points {
         let identity = workload_identity(&p.workload, |path| {
             trace_sha.get(path).cloned().unwrap_or_default()
@@ -605,6 +638,11 @@ pub(crate) fn run_with(
                         continue;
                     }
                 }
+                if p.duplicate_of.is_some_and(|l| task_points.contains(&l)) {
+                    followers.push(rec);
+                    continue;
+                }
+                task_points.insert(p.id);
                 let key = p.workload.cache_key();
                 let w = *workload_index.entry(key).or_insert_with(|| {
                     sources.push((p.workload.clone(), p.id));
@@ -619,6 +657,7 @@ pub(crate) fn run_with(
         }
     }
     let reused = settled.iter().filter(|r| r.status.ran()).count();
+    same_as_leaders(&mut settled, Vec::new(), &dup_of);
     let bounds = if opts.early_stop {
         stop_bounds(&spec.require)
     } else {
@@ -772,7 +811,7 @@ pub(crate) fn run_with(
         .collect();
     let work = |t: usize| {
         let task = &tasks[t];
-        run_one(
+        let mut rec = run_one(
             task.rec.clone(),
             &workloads[task.workload],
             &prompt_blocks[&(task.workload, task.config.topology.block_size())],
@@ -780,7 +819,11 @@ pub(crate) fn run_with(
             &spec,
             backend,
             &bounds,
-        )
+        );
+        if let Some(&l) = dup_of.get(&rec.point) {
+            rec.reason = Some(format!("same as point {l}"));
+        }
+        rec
     };
     let done = |rec: &PointRecord| {
         writer
@@ -810,6 +853,14 @@ pub(crate) fn run_with(
     let mut records = settled;
     records.extend(finished);
     records.sort_by_key(|r| r.point);
+    let copies = same_as_leaders(&mut records, followers, &dup_of);
+    for r in &copies {
+        writer.append(r).map_err(|e| {
+            SweepError::Io(format!("cannot append to {}: {e}", writer.path.display()))
+        })?;
+    }
+    records.extend(copies);
+    records.sort_by_key(|r| r.point);
 
     outcome.interrupted = interrupted;
     outcome.not_run = outcome.points - records.len() as u64;
@@ -831,6 +882,36 @@ pub(crate) fn run_with(
         println!("{}", outcome.summary());
     }
     Ok(outcome)
+}
+
+/// Duplicate points: the followers whose leader has a result get a copy of it, and every
+/// duplicate (also one simulated on its own, in another shard or an earlier run) says `same as
+/// point N`. Returns the copies.
+fn same_as_leaders(
+    records: &mut [PointRecord],
+    followers: Vec<PointRecord>,
+    dup_of: &HashMap<u64, u64>,
+) -> Vec<PointRecord> {
+    let same = |l: u64| Some(format!("same as point {l}"));
+    for r in records.iter_mut() {
+        if let Some(&l) = dup_of.get(&r.point) {
+            r.reason = same(l);
+        }
+    }
+    let mut copies = Vec::new();
+    for mut f in followers {
+        let l = dup_of[&f.point];
+        let Ok(i) = records.binary_search_by_key(&l, |r| r.point) else {
+            continue; // not run (interrupted)
+        };
+        let leader = &records[i];
+        f.status = leader.status;
+        f.report = leader.report.clone();
+        f.stopped_on = leader.stopped_on.clone();
+        f.reason = same(l);
+        copies.push(f);
+    }
+    copies
 }
 
 /// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
