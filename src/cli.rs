@@ -402,6 +402,10 @@ pub struct SweepArgs {
     /// Validate the spec and print the grid size without simulating.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the output folder (from -o, the spec's output/name and --shard) and exit (for
+    /// scripts).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub print_output_dir: bool,
     /// Refuse grids with more points than this.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub max_points: u64,
@@ -411,6 +415,21 @@ pub struct SweepArgs {
     /// Run every simulation to the end, even one that certainly misses a `require` bound.
     #[arg(long)]
     pub no_early_stop: bool,
+    /// After Ctrl-C or SIGTERM, seconds the running points get to finish before the leaderboards
+    /// are written without them (keep it below the scheduler's kill delay, e.g. Slurm's KillWait).
+    #[arg(long, default_value_t = 20.0, value_name = "S", value_parser = parse_seconds)]
+    pub stop_grace: f64,
+    /// Seconds between plain progress lines when stderr is not a terminal (logs, pipes).
+    #[arg(long, default_value_t = 5.0, value_name = "S", value_parser = parse_seconds)]
+    pub progress_every: f64,
+}
+
+/// A duration in seconds: finite, >= 0.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=1e9).contains(&x) => Ok(x),
+        _ => Err(format!("expected seconds (a number >= 0), found \"{s}\"")),
+    }
 }
 
 /// Flags of `dynosim merge` (implemented in the sweep module).
@@ -422,6 +441,10 @@ pub struct MergeArgs {
     /// Merged output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR", required = true)]
     pub output_dir: PathBuf,
+    /// Exit 0 even when points are missing (the output is still marked partial: MISSING file,
+    /// "partial" in leaderboard.json).
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod report;
 pub mod router;
 pub mod run;
+pub mod signals;
 pub mod sim;
 pub mod sweep;
 pub mod workload;

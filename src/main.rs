@@ -34,6 +34,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: dynosim::cli::RunArgs) -> anyhow::Result<()> {
+    // Ctrl-C or SIGTERM: remove the reports' temporary files and exit 130 or 143.
+    dynosim::signals::watch(dynosim::signals::OnSignal::Exit);
     let plan = dynosim::run::plan(&args.with_env_defaults())?;
     dynosim::run::execute(&plan)
 }
@@ -46,9 +48,12 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
         resume: args.resume,
         shard: args.shard,
         dry_run: args.dry_run,
+        print_output_dir: args.print_output_dir,
         max_points: args.max_points,
         quiet: args.quiet,
         early_stop: !args.no_early_stop,
+        stop_grace: Some(std::time::Duration::from_secs_f64(args.stop_grace)),
+        progress_every: std::time::Duration::from_secs_f64(args.progress_every.max(0.1)),
     };
     match dynosim::sweep::run_sweep(&opts) {
         Ok(outcome) => ExitCode::from(outcome.exit_code() as u8),
@@ -60,8 +65,8 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
 }
 
 fn merge(args: dynosim::cli::MergeArgs) -> ExitCode {
-    match dynosim::sweep::merge(&args.dirs, &args.output_dir) {
-        Ok(()) => ExitCode::SUCCESS,
+    match dynosim::sweep::merge(&args.dirs, &args.output_dir, args.allow_partial) {
+        Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code() as u8)

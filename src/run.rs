@@ -15,6 +15,7 @@ use crate::config::router_config::parse_router_config_str;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Sla, Topology, WorkerType,
 };
+use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use crate::workload::trace::Timing;
@@ -179,9 +180,20 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
     }
 
     // Rule 7: engine args and router config JSON.
-    let extra = parse_opt_engine_args(&args.extra_engine_args, "--extra-engine-args")?;
-    let prefill = parse_opt_engine_args(&args.prefill_engine_args, "--prefill-engine-args")?;
-    let decode = parse_opt_engine_args(&args.decode_engine_args, "--decode-engine-args")?;
+    // Files named in engine args are relative to the working directory; pools naming the same
+    // timing source share one model.
+    let mut timing = TimingLoader::default();
+    let extra = parse_opt_engine_args(&args.extra_engine_args, "--extra-engine-args", &mut timing)?;
+    let prefill = parse_opt_engine_args(
+        &args.prefill_engine_args,
+        "--prefill-engine-args",
+        &mut timing,
+    )?;
+    let decode = parse_opt_engine_args(
+        &args.decode_engine_args,
+        "--decode-engine-args",
+        &mut timing,
+    )?;
     let router = match &args.router_config {
         Some(json) => parse_router_config_str(json, "--router-config")?,
         None => RouterConfig::default(),
@@ -340,9 +352,10 @@ fn synthetic_flags_set(args: &RunArgs) -> Vec<&'static str> {
 fn parse_opt_engine_args(
     json: &Option<String>,
     flag: &str,
+    timing: &mut TimingLoader,
 ) -> Result<Option<EngineArgs>, InputError> {
     json.as_deref()
-        .map(|j| parse_engine_args_str(j, flag))
+        .map(|j| parse_engine_args_str(j, flag, timing))
         .transpose()
 }
 

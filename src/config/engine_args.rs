@@ -12,6 +12,7 @@
 
 use super::json_fields::{parse_json_text, JsonObject};
 use super::{EngineArgs, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType};
+use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
 use serde_json::Value;
 
@@ -116,13 +117,29 @@ const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
 const OFFLOAD_WHY: &str = "KV offload tiers (G2/G3/G4, KVBM) are not simulated";
 const AIC_WHY: &str = "AIConfigurator-based timing is not implemented";
 
-/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`).
-pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<EngineArgs, InputError> {
-    parse_engine_args(&parse_json_text(json, flag)?, flag)
+/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); files it names (a timing
+/// profile) are read through `timing`.
+pub fn parse_engine_args_str(
+    json: &str,
+    flag: &str,
+    timing: &mut TimingLoader,
+) -> Result<EngineArgs, InputError> {
+    parse_engine_args_with(&parse_json_text(json, flag)?, flag, timing)
 }
 
-/// Validates one engine-args object. `origin` (a flag or YAML key path) prefixes every message.
+/// Validates one engine-args object, with files resolved against the working directory.
+/// `origin` (a flag or YAML key path) prefixes every message.
 pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, InputError> {
+    parse_engine_args_with(value, origin, &mut TimingLoader::default())
+}
+
+/// [`parse_engine_args`] building the pool's timing model through `timing` (which resolves the
+/// files it names and shares one model per distinct source).
+pub fn parse_engine_args_with(
+    value: &Value,
+    origin: &str,
+    timing: &mut TimingLoader,
+) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
     let mut a = EngineArgs::default();
@@ -196,6 +213,8 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, Inpu
             _ => PreemptionMode::Lifo,
         };
     }
+    // The timing-model keys below build through `timing`; none is simulated yet.
+    let _ = timing;
     if o.string("planner_profile_data")?.is_set() {
         return Err(o.unsupported(
             "planner_profile_data",
@@ -458,7 +477,8 @@ mod tests {
             m.contains("must be a JSON object") && m.contains("array"),
             "{m}"
         );
-        let e = parse_engine_args_str("5", "--decode-engine-args").unwrap_err();
+        let e = parse_engine_args_str("5", "--decode-engine-args", &mut TimingLoader::default())
+            .unwrap_err();
         assert!(e
             .0
             .starts_with("--decode-engine-args: engine args must be a JSON object"));
@@ -466,9 +486,13 @@ mod tests {
 
     #[test]
     fn json_syntax_errors_name_flag_and_column() {
-        let e = parse_engine_args_str("{\"block_size\": 16,}", "--prefill-engine-args")
-            .unwrap_err()
-            .0;
+        let e = parse_engine_args_str(
+            "{\"block_size\": 16,}",
+            "--prefill-engine-args",
+            &mut TimingLoader::default(),
+        )
+        .unwrap_err()
+        .0;
         assert!(e.starts_with("--prefill-engine-args: invalid JSON"), "{e}");
         assert!(e.contains("column 19"), "{e}");
     }

@@ -7,6 +7,7 @@ mod json_fields;
 pub mod limits;
 pub mod router_config;
 
+use crate::engine::timing::Timing;
 use serde::{Deserialize, Serialize};
 
 /// Which role an engine plays (spec §1.2 rule 7).
@@ -46,7 +47,8 @@ pub enum QueuePolicy {
 
 /// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Only the vLLM
 /// engine is simulated; keys with no effect offline are accepted by the parser and dropped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Not `Deserialize`: the timing model is built from files, not read back from a record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineArgs {
     pub num_gpu_blocks: u64,
     /// Tokens per KV block (64 for vLLM when 0/absent).
@@ -71,6 +73,10 @@ pub struct EngineArgs {
     pub router_queue_policy: Option<QueuePolicy>,
     /// GPUs per worker for GPU-hours: `aic_tp_size.unwrap_or(1) * dp_size`.
     pub tp_size: u32,
+    /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
+    /// Left out of the serialised configuration when it is the default polynomial.
+    #[serde(skip_serializing_if = "Timing::is_polynomial")]
+    pub timing: Timing,
 }
 
 impl Default for EngineArgs {
@@ -93,6 +99,7 @@ impl Default for EngineArgs {
             kv_transfer_timing_mode: KvTransferTimingMode::FullPrompt,
             router_queue_policy: None,
             tp_size: 1,
+            timing: Timing::default(),
         }
     }
 }
@@ -148,7 +155,7 @@ impl Default for RouterConfig {
 }
 
 /// The worker pools of one deployment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Topology {
     Aggregated {
         num_workers: u32,
@@ -229,8 +236,9 @@ impl SimConfig {
     }
 }
 
-/// Everything one simulation needs besides the workload. Plain data: a sweep point resolves to one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything one simulation needs besides the workload. Plain data (plus shared, read-only timing
+/// models): a sweep point resolves to one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimConfig {
     pub topology: Topology,
     pub router_mode: RouterMode,

@@ -144,8 +144,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     let tmp = temp_sibling(path);
+    // Registered so that a Ctrl-C or SIGTERM during `run` removes it (see `signals`).
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = crate::signals::create_removable(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -153,6 +154,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    crate::signals::keep(&tmp);
     result
 }
 

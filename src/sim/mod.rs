@@ -14,7 +14,7 @@ pub mod early_stop;
 use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
-use crate::engine::timing::Polynomial;
+use crate::engine::timing::Timing;
 use crate::engine::vllm::{Engine, PassOutput};
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
@@ -83,7 +83,7 @@ impl Ord for Event {
 
 struct Worker {
     role: Role,
-    ranks: Vec<Engine<Polynomial>>,
+    ranks: Vec<Engine<Timing>>,
     outputs: Vec<PassOutput>,
     busy: bool,
     /// Its last pass changed nothing: not restarted until something is delivered to it.
@@ -291,7 +291,7 @@ impl<'w> Sim<'w> {
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Engine::new(args, Polynomial, record))
+                    .map(|_| Engine::new(args, args.timing.clone(), record))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {

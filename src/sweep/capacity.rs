@@ -519,7 +519,16 @@ pub(crate) fn run_search(
         }
     }
     outcome.output = Some(dir.clone());
-    write_leaderboards(&dir, spec, total, shard, &records, interrupted, opts.quiet)?;
+    write_leaderboards(
+        &dir,
+        spec,
+        total,
+        shard,
+        &records,
+        interrupted,
+        &[],
+        opts.quiet,
+    )?;
     if !opts.quiet {
         println!("{}", outcome.summary());
     }

@@ -300,6 +300,8 @@ pub struct Meta<'a> {
     pub rank_by: &'a [Objective],
     pub pareto: &'a [Objective],
     pub interrupted: bool,
+    /// Point ids of the grid a merge did not find (the leaderboards are then partial).
+    pub missing: &'a [u64],
 }
 
 /// Distinct trace files of the rows' workloads: `[{path, sha256}]`, sorted.
@@ -388,8 +390,12 @@ impl Serialize for JsonRows<'_, '_> {
 struct JsonDoc<'a, 'r> {
     dynosim_version: &'a str,
     interrupted: bool,
+    #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+    missing_points: &'a [u64],
     name: &'a str,
     pareto: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    partial: bool,
     points: usize,
     points_total: u64,
     rank_by: Vec<String>,
@@ -412,8 +418,10 @@ pub fn write_json(rows: &[Row], meta: &Meta, w: &mut dyn std::io::Write) -> std:
     let doc = JsonDoc {
         dynosim_version: DYNOSIM_VERSION,
         interrupted: meta.interrupted,
+        missing_points: meta.missing,
         name: meta.name,
         pareto: meta.pareto.iter().map(|o| o.to_string()).collect(),
+        partial: !meta.missing.is_empty(),
         points: rows.len(),
         points_total: meta.points_total,
         rank_by: meta.rank_by.iter().map(|o| o.to_string()).collect(),
@@ -748,6 +756,7 @@ mod tests {
             rank_by: &rank_by,
             pareto: &rank_by,
             interrupted: false,
+            missing: &[],
         };
         let v: Value = serde_json::from_slice(&json_bytes(&rows, &meta)).unwrap();
         assert_eq!(v["trace_sha256"], "ab");

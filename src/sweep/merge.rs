@@ -13,6 +13,12 @@ use crate::error::InputError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The point ids a partial merge lacks, one per line.
+pub const MISSING_FILE: &str = "MISSING";
+
+/// Exit code of a merge that lacks points (without `--allow-partial`).
+pub const PARTIAL_EXIT_CODE: i32 = 3;
+
 fn input(msg: String) -> SweepError {
     SweepError::Input(InputError::new(msg))
 }
@@ -240,22 +246,36 @@ pub(crate) fn merge_dirs(
     .map_err(io)?;
     let lines: Vec<u8> = records.iter().flat_map(record_line).collect();
     write_atomic(&out.join(POINTS_FILE), &lines).map_err(io)?;
-    write_leaderboards(out, &spec, total, None, &records, false, quiet)?;
+    // MISSING first: a partial merge is never seen without its mark, even if killed here.
+    let missing_path = out.join(MISSING_FILE);
+    if missing.is_empty() {
+        match std::fs::remove_file(&missing_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+            _ => {}
+        }
+    } else {
+        let text: String = missing.iter().map(|m| format!("{m}\n")).collect();
+        write_atomic(&missing_path, text.as_bytes()).map_err(io)?;
+    }
+    write_leaderboards(out, &spec, total, None, &records, false, &missing, quiet)?;
     if !missing.is_empty() {
-        let shown: Vec<String> = missing.iter().take(10).map(|m| m.to_string()).collect();
+        let shown: Vec<String> = missing.iter().take(20).map(|m| m.to_string()).collect();
         eprintln!(
-            "dynosim: warning: {} of {total} points are missing from the merged folders: {}{}",
+            "dynosim: PARTIAL: {} of {total} points are missing from the merged folders (ids in \
+             {}): {}{}",
             missing.len(),
+            missing_path.display(),
             shown.join(", "),
-            if missing.len() > 10 { ", ..." } else { "" }
+            if missing.len() > 20 { ", ..." } else { "" }
         );
     }
     if !quiet {
         println!(
-            "merged {} of {total} points from {} folders into {}",
+            "merged {} of {total} points from {} folders into {}{}",
             records.len(),
             shards.len(),
-            out.display()
+            out.display(),
+            if missing.is_empty() { "" } else { " (PARTIAL)" }
         );
     }
     Ok((records.len() as u64, missing))

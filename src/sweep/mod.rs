@@ -8,12 +8,16 @@
 //! rayon pool), record (`record`: points.jsonl and the output folder's files), rank
 //! (`leaderboard`: feasibility, ranking, Pareto), write (`leaderboard`: CSV/JSON), and `merge`.
 //! `values` (how values are written as text) is the leaf every stage shares.
+//! Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
+//! plain lines when stderr is not a terminal).
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
+pub mod archive;
 pub mod capacity;
 pub mod execute;
 pub mod leaderboard;
 pub mod merge;
+pub mod progress;
 pub mod record;
 pub mod resolve;
 pub mod runner;
@@ -25,6 +29,8 @@ use std::path::{Path, PathBuf};
 
 /// Default of `--max-points`.
 pub const DEFAULT_MAX_POINTS: u64 = 1_000_000;
+/// Default of `--progress-every`.
+pub const DEFAULT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The options of `dynosim sweep`.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,12 +47,19 @@ pub struct SweepOptions {
     pub shard: Option<(u32, u32)>,
     /// `--dry-run`: print the expanded grid and the count; write nothing.
     pub dry_run: bool,
+    /// `--print-output-dir`: print the folder the sweep would write to; write nothing.
+    pub print_output_dir: bool,
     /// `--max-points N`: refuse a larger grid before expanding it.
     pub max_points: u64,
     /// `--quiet`: no progress bar, no table.
     pub quiet: bool,
     /// Stop a simulation once it certainly misses a `require` bound (off: `--no-early-stop`).
     pub early_stop: bool,
+    /// `--stop-grace S`: after Ctrl-C or SIGTERM, how long running points may take to finish
+    /// before the leaderboards are written without them and the process exits (none: wait).
+    pub stop_grace: Option<std::time::Duration>,
+    /// `--progress-every S`: seconds between plain progress lines when stderr is not a terminal.
+    pub progress_every: std::time::Duration,
 }
 
 impl SweepOptions {
@@ -59,9 +72,12 @@ impl SweepOptions {
             resume: false,
             shard: None,
             dry_run: false,
+            print_output_dir: false,
             max_points: DEFAULT_MAX_POINTS,
             quiet: false,
             early_stop: true,
+            stop_grace: None,
+            progress_every: DEFAULT_PROGRESS_EVERY,
         }
     }
 }
@@ -83,17 +99,20 @@ pub struct SweepOutcome {
     pub reused: u64,
     /// Points not simulated (interrupted, or a dry run).
     pub not_run: u64,
-    /// Ctrl-C stopped the sweep early.
+    /// Ctrl-C or SIGTERM stopped the sweep early.
     pub interrupted: bool,
+    /// The signal that stopped it (none: Ctrl-C in tests, or not stopped).
+    pub signal: Option<i32>,
     /// The output folder (none for a dry run).
     pub output: Option<PathBuf>,
 }
 
 impl SweepOutcome {
-    /// 130 when interrupted, 1 when any point failed, else 0.
+    /// 128 + the signal when stopped by one (130 for Ctrl-C, 143 for SIGTERM), 1 when any point
+    /// failed, else 0.
     pub fn exit_code(&self) -> i32 {
         if self.interrupted {
-            130
+            crate::signals::exit_code_for(self.signal.unwrap_or(2))
         } else if self.failed > 0 {
             1
         } else {
@@ -165,20 +184,37 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 }
 
 /// `dynosim sweep`: validates the whole spec, then runs the grid (or lists it with `dry_run`).
-/// Ctrl-C stops starting new points; the running ones finish and the leaderboards are written.
+/// Ctrl-C or SIGTERM stops starting new points; the running ones finish (within
+/// `opts.stop_grace`) and the leaderboards are written.
 pub fn run_sweep(opts: &SweepOptions) -> Result<SweepOutcome, SweepError> {
+    if opts.print_output_dir {
+        let spec = spec::load_spec(&opts.spec)?;
+        println!("{}", runner::output_dir(&spec, opts).display());
+        return Ok(SweepOutcome::default());
+    }
     if opts.dry_run {
         return runner::run_with(opts, &runner::REAL_BACKEND, &|| false);
     }
-    let baseline = runner::watch_sigint();
-    runner::run_with(opts, &runner::REAL_BACKEND, &move || {
-        runner::sigint_since(baseline)
-    })
+    let baseline = crate::signals::watch(crate::signals::OnSignal::Graceful);
+    let mut outcome = runner::run_with(opts, &runner::REAL_BACKEND, &move || {
+        crate::signals::stop_requested(baseline)
+    })?;
+    if outcome.interrupted {
+        outcome.signal = crate::signals::last_signal();
+    }
+    Ok(outcome)
 }
 
 /// `dynosim merge DIR... -o OUT`: the union of shard folders of one spec, with its leaderboards.
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(), SweepError> {
-    merge::merge_dirs(dirs, out, false).map(|_| ())
+/// Returns the exit code: 0, or 3 when points are missing (the output is then marked partial)
+/// unless `allow_partial`.
+pub fn merge(dirs: &[PathBuf], out: &Path, allow_partial: bool) -> Result<i32, SweepError> {
+    let (_, missing) = merge::merge_dirs(dirs, out, false)?;
+    Ok(if missing.is_empty() || allow_partial {
+        0
+    } else {
+        merge::PARTIAL_EXIT_CODE
+    })
 }
 
 #[cfg(test)]

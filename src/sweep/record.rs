@@ -336,6 +336,11 @@ impl PointsWriter {
         })
     }
 
+    /// Blocks appends while the guard lives (no line is cut short by a process exit then).
+    pub fn hold(&self) -> parking_lot::MutexGuard<'_, File> {
+        self.file.lock()
+    }
+
     pub fn append(&self, r: &PointRecord) -> io::Result<()> {
         self.append_line(&record_line(r))
     }

@@ -13,12 +13,13 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use super::values::{canonical_json, value_text};
-use crate::config::engine_args::parse_engine_args;
+use crate::config::engine_args::parse_engine_args_with;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
 };
+use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
@@ -146,6 +147,8 @@ pub fn merge_over(base: &mut Map<String, Value>, over: &Map<String, Value>) {
 pub struct Resolver<'s> {
     spec: &'s Spec,
     engines: HashMap<String, Result<EngineArgs, InputError>>,
+    /// Timing models of the sweep, one per distinct source, files relative to the spec.
+    timing: TimingLoader,
     routers: HashMap<String, Result<RouterConfig, InputError>>,
 }
 
@@ -299,6 +302,7 @@ impl<'s> Resolver<'s> {
         Resolver {
             spec,
             engines: HashMap::new(),
+            timing: TimingLoader::new(&spec.dir),
             routers: HashMap::new(),
         }
     }
@@ -308,7 +312,7 @@ impl<'s> Resolver<'s> {
         let key = format!("{origin}\n{}", canonical_json(&v));
         self.engines
             .entry(key)
-            .or_insert_with(|| parse_engine_args(&v, origin))
+            .or_insert_with(|| parse_engine_args_with(&v, origin, &mut self.timing))
             .clone()
     }
 

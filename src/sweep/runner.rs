@@ -5,12 +5,14 @@
 //! Each point is an independent simulation over a shared, read-only workload; the order points
 //! finish in never reaches an output file except `points.jsonl` (whose order does not matter).
 
+use super::archive;
 use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
+use super::progress::Progress;
 use super::record::{
-    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
-    PointRecord, PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE,
-    META_FILE, POINTS_FILE, SPEC_FILE,
+    file_sha256, record_line, workload_identity, write_atomic, write_atomic_with, PointRecord,
+    PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
+    POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Bound, Spec};
@@ -27,15 +29,14 @@ use crate::workload::sharing::PromptBlocks;
 use crate::workload::synthetic::SyntheticSpec;
 use crate::workload::trace::Timing;
 use crate::workload::Workload;
-use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::Mutex;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::io::IsTerminal;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Once, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
@@ -92,38 +93,6 @@ pub(crate) const REAL_BACKEND: Backend = Backend {
     generate: crate::workload::synthetic::generate,
     simulate_bounded: Some(simulate_shared_bounded),
 };
-
-static SIGINTS: AtomicU64 = AtomicU64::new(0);
-static INSTALL_SIGINT: Once = Once::new();
-
-/// Installs (once per process) a Ctrl-C handler that counts interrupts; a second Ctrl-C aborts.
-/// Returns the count before this sweep, to compare against.
-pub(crate) fn watch_sigint() -> u64 {
-    INSTALL_SIGINT.call_once(|| {
-        let installed = ctrlc::set_handler(|| {
-            let n = SIGINTS.fetch_add(1, Ordering::SeqCst) + 1;
-            if n >= 2 {
-                eprintln!(
-                    "\ndynosim: interrupted again: aborting (rerun with --resume to continue)"
-                );
-                std::process::exit(130);
-            }
-            eprintln!(
-                "\ndynosim: interrupted: finishing the points already running, then writing the \
-                 leaderboards (Ctrl-C again to abort)"
-            );
-        });
-        if let Err(e) = installed {
-            eprintln!("dynosim: warning: Ctrl-C will not stop the sweep cleanly: {e}");
-        }
-    });
-    SIGINTS.load(Ordering::SeqCst)
-}
-
-/// Whether Ctrl-C was pressed since `baseline`.
-pub(crate) fn sigint_since(baseline: u64) -> bool {
-    SIGINTS.load(Ordering::SeqCst) > baseline
-}
 
 /// Checks `--shard K/N`.
 pub(crate) fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
@@ -558,29 +527,17 @@ pub(crate) fn run_with(
     let dir = output_dir(&spec, opts);
     check_output_dir(&dir, opts.resume)?;
     let previous = if opts.resume {
-        let f = read_points(&dir).map_err(|e| unwritable(&dir, e))?;
-        if f.truncated_tail {
-            eprintln!(
-                "dynosim: {}: ignoring an incomplete last line (the run was killed)",
-                dir.join(POINTS_FILE).display()
-            );
+        let p = archive::read_previous(&dir).map_err(|e| unwritable(&dir, e))?;
+        for w in &p.warnings {
+            eprintln!("dynosim: {w}");
         }
-        if !f.bad_lines.is_empty() {
-            eprintln!(
-                "dynosim: {}: ignoring unreadable lines {:?}",
-                dir.join(POINTS_FILE).display(),
-                f.bad_lines
-            );
-        }
-        f.records
+        p
     } else {
-        Vec::new()
+        archive::Previous::default()
     };
     let mut reusable: HashMap<&str, &PointRecord> = HashMap::new();
-    for r in &previous {
-        if r.status.ran() {
-            reusable.entry(r.hash.as_str()).or_insert(r);
-        }
+    for r in &previous.records {
+        reusable.entry(r.hash.as_str()).or_insert(r);
     }
 
     // Trace identities (content hashes), once per file.
@@ -744,8 +701,10 @@ pub(crate) fn run_with(
         return Ok(outcome);
     }
 
-    // The folder: spec copy, meta, and the points settled so far.
+    // The folder: earlier finished points this run does not reuse (archived first, so that a
+    // kill at any moment loses none), spec copy, meta, and the points settled so far.
     std::fs::create_dir_all(&dir).map_err(|e| unwritable(&dir, e))?;
+    keep_earlier_points(&dir, &spec, &previous, &settled)?;
     write_atomic(&dir.join(SPEC_FILE), spec.text.as_bytes()).map_err(|e| unwritable(&dir, e))?;
     let meta = SweepMeta {
         name: spec.name.clone(),
@@ -770,16 +729,7 @@ pub(crate) fn run_with(
             .then(tasks[a].rec.point.cmp(&tasks[b].rec.point))
     });
 
-    let bar = (!opts.quiet && std::io::stderr().is_terminal() && !tasks.is_empty()).then(|| {
-        let b = ProgressBar::new(tasks.len() as u64);
-        if let Ok(style) = ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} points, ETA {eta}  {msg}",
-        ) {
-            b.set_style(style.progress_chars("=> "));
-        }
-        b.enable_steady_tick(std::time::Duration::from_millis(200));
-        b
-    });
+    let bar = Progress::start(tasks.len() as u64, opts.quiet, opts.progress_every);
     let best: Mutex<Option<PointRecord>> = Mutex::new(
         settled
             .iter()
@@ -795,8 +745,8 @@ pub(crate) fn run_with(
             .unwrap_or_else(|| "-".into());
         format!("best: point {} {}={v}", r.point, o.metric)
     };
-    if let (Some(b), Some(r)) = (&bar, best.lock().as_ref()) {
-        b.set_message(best_text(r));
+    if let Some(r) = best.lock().as_ref() {
+        bar.set_message(best_text(r));
     }
 
     // Prompt blocks per (workload, block size), shared by the points that use them.
@@ -825,29 +775,88 @@ pub(crate) fn run_with(
         }
         rec
     };
+    // What finished so far, for the grace-period watchdog.
+    let finished_so_far: Mutex<Vec<PointRecord>> = Mutex::new(Vec::new());
     let done = |rec: &PointRecord| {
         writer
             .append(rec)
             .map_err(|e| format!("cannot append to {}: {e}", writer.path.display()))?;
-        if let Some(b) = &bar {
-            if rec.status == Status::Ok {
-                let mut cur = best.lock();
-                if cur
-                    .as_ref()
-                    .is_none_or(|c| compare(rec, c, &spec.rank_by).is_lt())
-                {
-                    b.set_message(best_text(rec));
-                    *cur = Some(rec.clone());
-                }
+        if rec.status == Status::Ok {
+            let mut cur = best.lock();
+            if cur
+                .as_ref()
+                .is_none_or(|c| compare(rec, c, &spec.rank_by).is_lt())
+            {
+                bar.set_message(best_text(rec));
+                *cur = Some(rec.clone());
             }
-            b.inc(1);
+        }
+        bar.inc();
+        if opts.stop_grace.is_some() {
+            finished_so_far.lock().push(rec.clone());
         }
         Ok(())
     };
-    let finished = execute(opts.jobs, &order, stop, &work, &done);
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    // Whoever writes the leaderboards first: the end of the run, or the grace-period watchdog.
+    let finalizing = Mutex::new(false);
+    let pool_done = AtomicBool::new(false);
+    let finished = std::thread::scope(|ts| {
+        if let Some(grace) = opts.stop_grace {
+            let (finalizing, pool_done, finished_so_far) =
+                (&finalizing, &pool_done, &finished_so_far);
+            let (settled, outcome, writer, dir, spec) = (&settled, &outcome, &writer, &dir, &spec);
+            ts.spawn(move || {
+                let mut stopped_at: Option<Instant> = None;
+                while !pool_done.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if stopped_at.is_none() && stop() {
+                        stopped_at = Some(Instant::now());
+                    }
+                    if stopped_at.is_none_or(|t| t.elapsed() < grace) {
+                        continue;
+                    }
+                    let mut claim = finalizing.lock();
+                    if *claim {
+                        return;
+                    }
+                    *claim = true;
+                    // No line is appended to points.jsonl from here on.
+                    let _held = writer.hold();
+                    let mut records = settled.clone();
+                    records.extend(finished_so_far.lock().iter().cloned());
+                    records.sort_by_key(|r| r.point);
+                    eprintln!(
+                        "dynosim: the points still running did not finish within the {}s grace \
+                         period (--stop-grace); writing the leaderboards without them",
+                        grace.as_secs_f64()
+                    );
+                    let mut out = outcome.clone();
+                    out.signal = crate::signals::last_signal();
+                    let code = match finish_sweep(
+                        &mut out, records, reused, true, dir, spec, total, shard, opts.quiet,
+                    ) {
+                        Ok(()) => out.exit_code(),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            e.exit_code()
+                        }
+                    };
+                    std::process::exit(code);
+                }
+            });
+        }
+        let finished = execute(opts.jobs, &order, stop, &work, &done);
+        let watchdog_finalizes = std::mem::replace(&mut *finalizing.lock(), true);
+        pool_done.store(true, Ordering::SeqCst);
+        if watchdog_finalizes {
+            // It is writing the leaderboards and ends the process.
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        finished
+    });
+    bar.finish();
     let finished = finished?;
     let interrupted = stop();
     let mut records = settled;
@@ -861,7 +870,34 @@ pub(crate) fn run_with(
     }
     records.extend(copies);
     records.sort_by_key(|r| r.point);
+    finish_sweep(
+        &mut outcome,
+        records,
+        reused,
+        interrupted,
+        &dir,
+        &spec,
+        total,
+        shard,
+        opts.quiet,
+    )?;
+    Ok(outcome)
+}
 
+/// Counts the outcome, writes the leaderboards of `records` (sorted by point) and prints the
+/// summary.
+#[allow(clippy::too_many_arguments)]
+fn finish_sweep(
+    outcome: &mut SweepOutcome,
+    records: Vec<PointRecord>,
+    reused: usize,
+    interrupted: bool,
+    dir: &Path,
+    spec: &Spec,
+    total: u64,
+    shard: Option<(u32, u32)>,
+    quiet: bool,
+) -> Result<(), SweepError> {
     outcome.interrupted = interrupted;
     outcome.not_run = outcome.points - records.len() as u64;
     outcome.reused = reused as u64;
@@ -876,12 +912,59 @@ pub(crate) fn run_with(
             Status::AboveRange => outcome.above_range += 1,
         }
     }
-    outcome.output = Some(dir.clone());
-    write_leaderboards(&dir, &spec, total, shard, &records, interrupted, opts.quiet)?;
-    if !opts.quiet {
+    outcome.output = Some(dir.to_path_buf());
+    write_leaderboards(dir, spec, total, shard, &records, interrupted, &[], quiet)?;
+    if !quiet {
         println!("{}", outcome.summary());
     }
-    Ok(outcome)
+    Ok(())
+}
+
+/// Before `points.jsonl` is rewritten with this run's points: archives the earlier finished
+/// points this run does not reuse, and says so when the folder held another spec's results.
+fn keep_earlier_points(
+    dir: &Path,
+    spec: &Spec,
+    previous: &archive::Previous,
+    settled: &[PointRecord],
+) -> Result<(), SweepError> {
+    let kept: HashSet<&str> = settled
+        .iter()
+        .filter(|r| r.status.ran())
+        .map(|r| r.hash.as_str())
+        .collect();
+    let archived =
+        archive::archive_unkept(dir, &previous.records, &kept).map_err(|e| unwritable(dir, e))?;
+    let archive_path = dir.join(archive::ARCHIVE_FILE);
+    match &previous.meta {
+        Some(m) if m.spec_sha256 != spec.sha256 => {
+            let old_spec = archive::archive_spec(dir, &m.spec_sha256)
+                .map_err(|e| unwritable(dir, e))?
+                .map(|f| format!(" (its spec is kept as {f})"))
+                .unwrap_or_default();
+            eprintln!(
+                "dynosim: {} holds the results of a different spec (\"{}\" from {}, SHA-256 \
+                 {}; now \"{}\", {}): {} of its finished points are in the new grid and reused, \
+                 {archived} more are kept in {}{old_spec}; the leaderboards cover the new grid",
+                dir.display(),
+                m.name,
+                m.spec_file,
+                &m.spec_sha256[..m.spec_sha256.len().min(12)],
+                spec.name,
+                &spec.sha256[..12],
+                kept.len(),
+                archive_path.display()
+            );
+        }
+        _ if archived > 0 => eprintln!(
+            "dynosim: {archived} finished points of {} are not part of this run (another shard \
+             or an edited spec); they are kept in {}",
+            dir.display(),
+            archive_path.display()
+        ),
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Duplicate points: the followers whose leader has a result get a copy of it, and every
@@ -915,6 +998,7 @@ fn same_as_leaders(
 }
 
 /// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_leaderboards(
     dir: &Path,
     spec: &Spec,
@@ -922,6 +1006,7 @@ pub(crate) fn write_leaderboards(
     shard: Option<(u32, u32)>,
     records: &[PointRecord],
     interrupted: bool,
+    missing: &[u64],
     quiet: bool,
 ) -> Result<(), SweepError> {
     let rows = leaderboard::rank_grouped(records, &spec.rank_by, &spec.pareto, &spec.group_by);
@@ -946,6 +1031,7 @@ pub(crate) fn write_leaderboards(
         rank_by: &spec.rank_by,
         pareto: &spec.pareto,
         interrupted,
+        missing,
     };
     write_atomic_with(&dir.join(JSON_FILE), |w| {
         leaderboard::write_json(&rows, &meta, w)

@@ -685,3 +685,180 @@ fn merges_that_cannot_be_held_in_memory_are_refused() {
         "{m}"
     );
 }
+
+/// The specs a folder sees in `no_finished_point_is_ever_lost`: overlapping grids, one that skips
+/// points the others ran, one with other seeds (other configurations altogether).
+fn resume_spec(i: usize) -> String {
+    let (workers, extra) = match i {
+        0 => ("[1, 2, 4]", ""),
+        1 => ("[2, 4, 8]", ""),
+        2 => ("[1, 2, 4, 8]", "constraints: {max_gpus: 2}\n"),
+        _ => ("[1, 2]", "seed: 7\n"),
+    };
+    format!(
+        "name: resume{i}\n{extra}workload: {{input_tokens: 131, output_tokens: 10, request_count: 20, request_rate: 5}}\n\
+         grid:\n  num_workers: {workers}\n  router_mode: [round_robin, kv_router]\n"
+    )
+}
+
+/// Finished points of a folder by configuration hash, from `points.jsonl` and the archive.
+fn finished_points(dir: &std::path::Path) -> HashMap<String, serde_json::Value> {
+    let mut out = HashMap::new();
+    for r in super::archive::read_previous(dir).unwrap().records {
+        out.insert(
+            r.hash.clone(),
+            serde_json::to_value(r.stable_report()).unwrap(),
+        );
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+struct ResumeStep {
+    spec: usize,
+    /// Stop (like Ctrl-C) after this many checks of the stop flag.
+    stop_after: Option<usize>,
+    shard: Option<(u32, u32)>,
+    /// Then a kill in the middle of a line of points.jsonl.
+    cut_line: bool,
+}
+
+fn resume_step() -> impl proptest::strategy::Strategy<Value = ResumeStep> {
+    use proptest::prelude::*;
+    (
+        0..4usize,
+        proptest::option::of(0..8usize),
+        proptest::option::of((0..2u32).prop_map(|k| (k, 2))),
+        any::<bool>(),
+    )
+        .prop_map(|(spec, stop_after, shard, cut_line)| ResumeStep {
+            spec,
+            stop_after,
+            shard,
+            cut_line,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Any sequence of resumed runs (other specs, shards, interrupts, kills mid-line) into one
+    /// folder keeps every finished point it ever held, with the same report; the leaderboards
+    /// always cover the current spec's points; a full uninterrupted run equals a fresh one.
+    #[test]
+    fn no_finished_point_is_ever_lost(steps in proptest::collection::vec(resume_step(), 1..7)) {
+        let s = Setup::new(&resume_spec(0));
+        let specs: Vec<PathBuf> = (0..4)
+            .map(|i| {
+                let p = s.dir.path().join(format!("spec{i}.yaml"));
+                std::fs::write(&p, resume_spec(i)).unwrap();
+                p
+            })
+            .collect();
+        let dir = s.dir.path().join("out");
+        let mut ever: HashMap<String, serde_json::Value> = HashMap::new();
+        for step in &steps {
+            let mut o = SweepOptions::new(&specs[step.spec]);
+            o.output = Some(dir.clone());
+            o.quiet = true;
+            o.resume = true;
+            o.jobs = Some(1);
+            o.shard = step.shard;
+            let calls = AtomicUsize::new(0);
+            let stop = || step.stop_after.is_some_and(|n| calls.fetch_add(1, Ordering::SeqCst) >= n);
+            let out = run_with(&o, &BACKEND, &stop).unwrap();
+            if out.output.is_some() {
+                let rows = csv_rows(&std::fs::read_to_string(dir.join(CSV_FILE)).unwrap());
+                let pts = read_points(&dir).unwrap().records;
+                proptest::prop_assert_eq!(rows.len(), pts.len());
+                proptest::prop_assert!(pts.iter().all(|r| step.shard.is_none_or(|(k, n)| r.point % n as u64 == k as u64)));
+                if !out.interrupted && step.shard.is_none() {
+                    let mut fresh = SweepOptions::new(&specs[step.spec]);
+                    fresh.output = Some(s.dir.path().join("fresh"));
+                    fresh.quiet = true;
+                    let _ = std::fs::remove_dir_all(s.dir.path().join("fresh"));
+                    run_with(&fresh, &BACKEND, &never).unwrap();
+                    proptest::prop_assert_eq!(
+                        std::fs::read_to_string(dir.join(CSV_FILE)).unwrap(),
+                        s.read("fresh", CSV_FILE)
+                    );
+                }
+            }
+            if step.cut_line && dir.join(POINTS_FILE).exists() {
+                let mut f = std::fs::OpenOptions::new().append(true).open(dir.join(POINTS_FILE)).unwrap();
+                std::io::Write::write_all(&mut f, b"{\"point\": 3, \"hash\": \"ab").unwrap();
+            }
+            let now = finished_points(&dir);
+            for (hash, report) in &ever {
+                proptest::prop_assert_eq!(now.get(hash), Some(report), "lost {} after {:?}", hash, step);
+            }
+            ever = now;
+        }
+    }
+}
+
+#[test]
+fn resume_into_another_specs_folder_archives_and_says_so() {
+    let s = Setup::new(&resume_spec(0));
+    let other = s.dir.path().join("other.yaml");
+    std::fs::write(&other, resume_spec(3)).unwrap();
+    s.run(&s.opts("out")).unwrap();
+    let first = finished_points(&s.dir.path().join("out"));
+    assert_eq!(first.len(), 5); // kv_router on one worker is invalid
+    let mut o = s.opts("out");
+    o.spec = other.clone();
+    o.resume = true;
+    let out = s.run(&o).unwrap();
+    assert_eq!(out.reused, 0);
+    let dir = s.dir.path().join("out");
+    // The old points are in the archive, the old spec beside it, the leaderboards are the new
+    // grid's only.
+    let archive = read_points_file(&dir.join(super::archive::ARCHIVE_FILE));
+    assert_eq!(archive.len(), 5);
+    let old_sha = spec::load_spec(&s.spec).unwrap().sha256;
+    assert_eq!(
+        std::fs::read_to_string(dir.join(format!("spec-archive-{}.yaml", &old_sha[..12]))).unwrap(),
+        resume_spec(0)
+    );
+    assert_eq!(csv_rows(&s.read("out", CSV_FILE)).len(), 4);
+    // Back to the first spec: its points come back from the archive, nothing runs.
+    let mut o = s.opts("out");
+    o.resume = true;
+    let out = s.run(&o).unwrap();
+    assert_eq!(out.reused, 5);
+    let mut fresh = s.opts("fresh");
+    fresh.resume = false;
+    s.run(&fresh).unwrap();
+    assert_eq!(s.read("out", CSV_FILE), s.read("fresh", CSV_FILE));
+    assert_eq!(finished_points(&dir).len(), 5 + 3);
+}
+
+fn read_points_file(path: &std::path::Path) -> Vec<PointRecord> {
+    super::record::parse_points(&std::fs::read_to_string(path).unwrap()).records
+}
+
+#[test]
+fn a_merge_with_missing_points_is_marked_partial() {
+    let s = Setup::new(STATUS_SPEC);
+    let mut dirs = Vec::new();
+    for k in 0..3 {
+        let mut o = s.opts(&format!("shard{k}"));
+        o.shard = Some((k, 3));
+        s.run(&o).unwrap();
+        dirs.push(s.dir.path().join(format!("shard{k}")));
+    }
+    let merged = s.dir.path().join("merged");
+    assert_eq!(merge(&dirs[..2], &merged, false).unwrap(), 3);
+    let missing = s.read("merged", merge::MISSING_FILE);
+    assert_eq!(missing, "2\n5\n8\n11\n14\n17\n20\n23\n");
+    let json: serde_json::Value = serde_json::from_str(&s.read("merged", JSON_FILE)).unwrap();
+    assert_eq!(json["partial"], true);
+    assert_eq!(json["missing_points"][0], 2);
+    assert_eq!(merge(&dirs[..2], &merged, true).unwrap(), 0);
+    assert!(merged.join(merge::MISSING_FILE).exists());
+    // Complete: the mark goes.
+    assert_eq!(merge(&dirs, &merged, false).unwrap(), 0);
+    assert!(!merged.join(merge::MISSING_FILE).exists());
+    let json: serde_json::Value = serde_json::from_str(&s.read("merged", JSON_FILE)).unwrap();
+    assert!(json.get("partial").is_none() && json.get("missing_points").is_none());
+}

@@ -1,28 +1,7 @@
-//! Forward-pass timing models (spec §4.9). The default is DynoSim's polynomial fit; other models
-//! (interpolated tables, AIConfigurator) plug in through [`LatencyModel`].
+//! DynoSim's default timing: one polynomial fit for prefill (in the pass's new tokens) and one for
+//! decode (in KV utilisation), for an unnamed model on an unnamed GPU (spec §4.9.1, §4.9.2).
 
-/// How long a forward pass takes, in milliseconds, before speed-up ratios are applied.
-pub trait LatencyModel: Send + Sync {
-    /// Prefill of `batch_size` sequences with mean prompt span `isl` of which `prefix` tokens were
-    /// already computed (cached or earlier chunks).
-    fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64;
-    /// One decode step of `batch_size` sequences with `active_kv_tokens` of `total_kv_tokens` in
-    /// use and mean context length `context`.
-    fn decode_ms(
-        &self,
-        batch_size: u64,
-        active_kv_tokens: u64,
-        context: u64,
-        total_kv_tokens: u64,
-    ) -> f64;
-
-    /// Whether `decode_ms` depends on the context length. When it does not, consecutive decode
-    /// passes of an unchanged batch take the same time and the simulator may advance them in
-    /// one stride.
-    fn decode_depends_on_context(&self) -> bool {
-        true
-    }
-}
+use super::LatencyModel;
 
 /// DynoSim's default polynomial model (spec §4.9.1, §4.9.2).
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,16 +51,6 @@ impl LatencyModel for Polynomial {
             active_kv_tokens as f64 / total_kv_tokens as f64
         };
         Self::decode_of_utilisation(p)
-    }
-}
-
-/// Applies a speed-up divisor; ratios ≤ 0 mean "no scaling" (spec §4.9.5).
-#[inline]
-pub fn scaled(t_ms: f64, ratio: f64) -> f64 {
-    if ratio > 0.0 {
-        t_ms / ratio
-    } else {
-        t_ms
     }
 }
 
@@ -147,12 +116,5 @@ mod tests {
         let d2 = m.decode_ms(1, 33 * 64, 2049, total_kv);
         // The spec quotes "≈5.850"; the formula gives 5.84868 at p = 33·64 / 1,048,576.
         assert!(close(d2, 5.84868, 1e-5), "{d2}");
-    }
-
-    #[test]
-    fn speedup_scaling() {
-        assert_eq!(scaled(10.0, 2.0), 5.0);
-        assert_eq!(scaled(10.0, 0.0), 10.0);
-        assert_eq!(scaled(10.0, -1.0), 10.0);
     }
 }

@@ -1,0 +1,246 @@
+//! Forward-pass timing models (spec §4.9): how long one prefill or decode pass takes on one
+//! engine, before speed-up ratios.
+//!
+//! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
+//! never knows which model runs:
+//! * `polynomial`: DynoSim's default fit (no engine arg);
+//!
+//! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
+//! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
+//! read-only (`Arc`) by every engine of every point that names the same source, on every thread,
+//! so a model may be expensive to build and its construction may fail (an [`InputError`] naming
+//! the source). Calls are made per forward pass, so a model whose estimates are costly should
+//! tabulate or memoise inside its own file; the two models here are a few arithmetic operations.
+//!
+//! Adding a model: a file implementing [`LatencyModel`] and returning its [`TimingSource`], a
+//! variant of `Model` (dispatch below), a variant of [`TimingSource`], and the engine-args keys
+//! that build it through [`TimingLoader::get_or_build`].
+//!
+//! This module owns no scheduling: the vLLM scheduler decides what a pass contains and passes
+//! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
+
+pub mod polynomial;
+
+pub use polynomial::Polynomial;
+
+use crate::error::InputError;
+use serde::{Serialize, Serializer};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// How long a forward pass takes, in milliseconds, before speed-up ratios are applied.
+pub trait LatencyModel: Send + Sync {
+    /// Prefill of `batch_size` sequences with mean prompt span `isl` of which `prefix` tokens were
+    /// already computed (cached or earlier chunks).
+    fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64;
+    /// One decode step of `batch_size` sequences with `active_kv_tokens` of `total_kv_tokens` in
+    /// use and mean context length `context`.
+    fn decode_ms(
+        &self,
+        batch_size: u64,
+        active_kv_tokens: u64,
+        context: u64,
+        total_kv_tokens: u64,
+    ) -> f64;
+
+    /// Whether `decode_ms` depends on the context length. When it does not, consecutive decode
+    /// passes of an unchanged batch and KV use take the same time, which saves re-evaluating it.
+    fn decode_depends_on_context(&self) -> bool {
+        true
+    }
+}
+
+/// Where a pool's timing comes from: plain data, written into configurations, sweep records and
+/// their hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum TimingSource {
+    /// DynoSim's default polynomial.
+    Polynomial,
+}
+
+/// A built model; cloning shares it.
+#[derive(Clone, Default)]
+enum Model {
+    #[default]
+    Polynomial,
+}
+
+/// The timing model of one worker pool: cheap to clone (clones share the built model), compared
+/// and serialised as its [`TimingSource`]. The default is DynoSim's polynomial.
+#[derive(Clone, Default)]
+pub struct Timing(Model);
+
+impl Timing {
+    /// DynoSim's default polynomial.
+    pub fn polynomial() -> Self {
+        Timing(Model::Polynomial)
+    }
+
+    pub fn is_polynomial(&self) -> bool {
+        matches!(self.0, Model::Polynomial)
+    }
+
+    /// What this model was built from.
+    pub fn source(&self) -> TimingSource {
+        match &self.0 {
+            Model::Polynomial => TimingSource::Polynomial,
+        }
+    }
+}
+
+impl LatencyModel for Timing {
+    #[inline]
+    fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
+        match &self.0 {
+            Model::Polynomial => Polynomial.prefill_ms(batch_size, isl, prefix),
+        }
+    }
+
+    #[inline]
+    fn decode_ms(
+        &self,
+        batch_size: u64,
+        active_kv_tokens: u64,
+        context: u64,
+        total_kv_tokens: u64,
+    ) -> f64 {
+        match &self.0 {
+            Model::Polynomial => {
+                Polynomial.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
+            }
+        }
+    }
+
+    #[inline]
+    fn decode_depends_on_context(&self) -> bool {
+        match &self.0 {
+            Model::Polynomial => Polynomial.decode_depends_on_context(),
+        }
+    }
+}
+
+impl PartialEq for Timing {
+    fn eq(&self, other: &Self) -> bool {
+        self.source() == other.source()
+    }
+}
+
+impl std::fmt::Debug for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source().fmt(f)
+    }
+}
+
+impl Serialize for Timing {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.source().serialize(s)
+    }
+}
+
+/// Builds timing models, each distinct source once, and resolves the files they name against
+/// one folder (the working directory for `dynosim run`, the spec's folder for a sweep).
+#[derive(Debug, Default)]
+pub struct TimingLoader {
+    base_dir: PathBuf,
+    built: HashMap<String, Timing>,
+}
+
+impl TimingLoader {
+    /// A loader resolving relative paths against `base_dir` (empty: the working directory).
+    pub fn new(base_dir: impl Into<PathBuf>) -> Self {
+        TimingLoader {
+            base_dir: base_dir.into(),
+            built: HashMap::new(),
+        }
+    }
+
+    /// `path` as written by the user, resolved against the loader's folder.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        self.base_dir.join(path)
+    }
+
+    /// The folder relative paths are resolved against.
+    pub fn base_dir(&self) -> &Path {
+        &self.base_dir
+    }
+
+    /// The model built earlier under `key`, or the one `build` makes now (kept when it succeeds).
+    /// `key` identifies the source completely (e.g. a canonical file path, or every parameter
+    /// of an estimator).
+    pub fn get_or_build(
+        &mut self,
+        key: String,
+        build: impl FnOnce() -> Result<Timing, InputError>,
+    ) -> Result<Timing, InputError> {
+        if let Some(t) = self.built.get(&key) {
+            return Ok(t.clone());
+        }
+        let t = build()?;
+        self.built.insert(key, t.clone());
+        Ok(t)
+    }
+
+    /// How many distinct models this loader has built.
+    pub fn num_built(&self) -> usize {
+        self.built.len()
+    }
+}
+
+/// Applies a speed-up divisor; ratios ≤ 0 mean "no scaling" (spec §4.9.5).
+#[inline]
+pub fn scaled(t_ms: f64, ratio: f64) -> f64 {
+    if ratio > 0.0 {
+        t_ms / ratio
+    } else {
+        t_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speedup_scaling() {
+        assert_eq!(scaled(10.0, 2.0), 5.0);
+        assert_eq!(scaled(10.0, 0.0), 10.0);
+        assert_eq!(scaled(10.0, -1.0), 10.0);
+    }
+
+    #[test]
+    fn the_default_timing_is_the_polynomial() {
+        let t = Timing::default();
+        assert!(t.is_polynomial());
+        assert_eq!(t.prefill_ms(2, 1024, 0), Polynomial.prefill_ms(2, 1024, 0));
+        assert_eq!(
+            t.decode_ms(3, 5000, 700, 100_000),
+            Polynomial.decode_ms(3, 5000, 700, 100_000)
+        );
+        assert!(!t.decode_depends_on_context());
+        assert_eq!(
+            serde_json::to_value(&t).unwrap(),
+            serde_json::json!({"model": "polynomial"})
+        );
+    }
+
+    #[test]
+    fn a_loader_builds_each_source_once_and_keeps_no_failure() {
+        let mut loader = TimingLoader::new("specs");
+        assert_eq!(loader.resolve("a.npz"), Path::new("specs/a.npz"));
+        assert_eq!(loader.resolve("/abs/a.npz"), Path::new("/abs/a.npz"));
+        let mut builds = 0;
+        for _ in 0..3 {
+            loader
+                .get_or_build("k".into(), || {
+                    builds += 1;
+                    Ok(Timing::polynomial())
+                })
+                .unwrap();
+        }
+        assert_eq!(builds, 1);
+        let e = loader.get_or_build("bad".into(), || Err(InputError::new("no such model")));
+        assert_eq!(e.unwrap_err().0, "no such model");
+        assert_eq!(loader.num_built(), 1);
+    }
+}
