@@ -196,6 +196,12 @@ fn capacity_search_brackets_each_point() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(read(m.join("leaderboard.csv")), csv);
+    // The merged folder has every probe, so resuming there simulates nothing either.
+    let merged_probes = read(m.join("probes.jsonl"));
+    assert_eq!(merged_probes.lines().count(), total);
+    sweep_ok(&spec, &m, &["--resume"]);
+    assert_eq!(read(m.join("probes.jsonl")), merged_probes);
+    assert_eq!(read(m.join("leaderboard.csv")), csv);
     // Resume: every probe is reused.
     let before = read(a.join("probes.jsonl"));
     sweep_ok(&spec, &a, &["--resume"]);

@@ -163,6 +163,8 @@ struct EarlyCheck {
     bounds: Vec<StopBound>,
     /// Timestamps until the next check.
     countdown: u32,
+    /// Simulated time of the next check (whichever of the two comes first).
+    next_at: f64,
     /// Requests that can count towards a bound (see [`early_stop`]).
     countable: Vec<bool>,
     n_max: u64,
@@ -171,8 +173,10 @@ struct EarlyCheck {
     stopped: Option<Stopped>,
 }
 
-/// Timestamps between two early-stop checks (each check reads every request once).
+/// Timestamps between two early-stop checks (each check reads every request once)...
 const EARLY_CHECK_EVERY: u32 = 512;
+/// ... or simulated milliseconds, whichever comes first (an overloaded run has few, long passes).
+const EARLY_CHECK_MS: f64 = 5000.0;
 
 /// How the simulation is carried out; results never depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -542,15 +546,17 @@ impl<'w> Sim<'w> {
             .sum();
         self.early.bounds = bounds.to_vec();
         self.early.countdown = EARLY_CHECK_EVERY;
+        self.early.next_at = EARLY_CHECK_MS;
     }
 
     /// Counts down to the next check; at a check, whether a bound is certainly missed.
     fn early_stop_due(&mut self) -> bool {
         self.early.countdown -= 1;
-        if self.early.countdown > 0 {
+        if self.early.countdown > 0 && self.now < self.early.next_at {
             return false;
         }
         self.early.countdown = EARLY_CHECK_EVERY;
+        self.early.next_at = self.now + EARLY_CHECK_MS;
         // Tokens of a running stride are recorded when it ends: none of them precedes its
         // first pass end.
         let safe_now = self

@@ -339,6 +339,34 @@ fn probe_line(l: &ProbeLine) -> Vec<u8> {
     line
 }
 
+/// `dynosim merge`: the shards' probes in one `probes.jsonl` (by point, then knob value), so a
+/// merged search resumes without simulating again. Nothing is written when no shard has probes.
+pub(crate) fn merge_probes<'d>(
+    dirs: impl Iterator<Item = &'d Path>,
+    out: &Path,
+) -> std::io::Result<()> {
+    let mut lines: Vec<((u64, u64), Vec<u8>)> = Vec::new();
+    let mut any = false;
+    for d in dirs {
+        let text = match std::fs::read(d.join(PROBES_FILE)) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        any = true;
+        for l in parse_points_with::<ProbeLine>(&text).records {
+            lines.push(((l.record.point, l.value.to_bits()), probe_line(&l)));
+        }
+    }
+    if !any {
+        return Ok(());
+    }
+    lines.sort();
+    lines.dedup();
+    let bytes: Vec<u8> = lines.into_iter().flat_map(|(_, l)| l).collect();
+    write_atomic(&out.join(PROBES_FILE), &bytes)
+}
+
 /// The probes of an earlier run (`--resume`), by configuration hash.
 fn read_probes(dir: &Path) -> Result<HashMap<String, PointRecord>, SweepError> {
     let path = dir.join(PROBES_FILE);
