@@ -67,6 +67,19 @@ pub enum TraceFormat {
     Dynamo,
 }
 
+impl From<TraceFormat> for crate::workload::formats::TraceFormat {
+    fn from(f: TraceFormat) -> Self {
+        use crate::workload::formats::TraceFormat as F;
+        match f {
+            TraceFormat::Mooncake => F::Mooncake,
+            TraceFormat::MooncakeDelta => F::MooncakeDelta,
+            TraceFormat::AgenticMooncake => F::AgenticMooncake,
+            TraceFormat::AppliedComputeAgentic => F::AppliedComputeAgentic,
+            TraceFormat::Dynamo => F::Dynamo,
+        }
+    }
+}
+
 impl TraceFormat {
     /// The spelling used on the command line.
     pub fn name(self) -> &'static str {
@@ -83,7 +96,8 @@ impl TraceFormat {
 /// Flags of `dynosim run`, mirroring `python -m dynamo.replay` 1.4.2.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Trace file (Mooncake JSONL, plain or .gz). Omit for a synthetic workload.
+    /// Trace file(s) (JSONL, plain or .gz; several shards for --trace-format dynamo). Omit for a
+    /// synthetic workload.
     #[arg(value_name = "TRACE_FILES")]
     pub trace_files: Vec<PathBuf>,
 
@@ -315,16 +329,16 @@ pub struct RunArgs {
     pub replay_mode: ReplayMode,
 
     // ---- Trace ----
-    /// Trace file format (dynosim reads mooncake).
+    /// Trace file format.
     #[arg(long, value_enum, default_value = "mooncake", help_heading = "Trace")]
     pub trace_format: TraceFormat,
     /// Tokens represented by each hash_id [default: 512].
     #[arg(long, value_name = "N", help_heading = "Trace")]
     pub trace_block_size: Option<i64>,
-    /// applied_compute_agentic only (not supported by dynosim).
+    /// applied_compute_agentic only: fraction of each session's first prompt shared in its group.
     #[arg(long, default_value_t = 0.0, value_name = "F", help_heading = "Trace")]
     pub trace_shared_prefix_ratio: f64,
-    /// applied_compute_agentic only (not supported by dynosim).
+    /// applied_compute_agentic only: number of shared-prefix groups (0 disables sharing).
     #[arg(long, default_value_t = 0, value_name = "N", help_heading = "Trace")]
     pub trace_num_prefix_groups: i64,
     /// Soft cap on simulated time in seconds (trace-file runs only).
@@ -393,7 +407,8 @@ pub struct SweepArgs {
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Skip points already present in the output directory.
+    /// Skip points already finished in the output directory (earlier finished points this run
+    /// does not contain are kept in its points-archive.jsonl).
     #[arg(long)]
     pub resume: bool,
     /// Run only the points whose id % N == K (0 <= K < N), e.g. 0/4 .. 3/4.

@@ -17,25 +17,22 @@ use crate::config::{
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
+use crate::workload::formats::{Timing, TraceSpec};
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
-use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// Tokens per trace `hash_id` when `--trace-block-size` is not given.
-pub const DEFAULT_TRACE_BLOCK_SIZE: u32 = 512;
+pub use crate::workload::formats::DEFAULT_TRACE_BLOCK_SIZE;
 
 /// Where the requests come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkloadSource {
-    Trace {
-        path: PathBuf,
-        trace_block_size: u32,
-        /// `--replay-concurrency` is set: sessions keep file order, timestamps are optional.
-        closed_loop: bool,
-    },
+    /// Trace files; `Timing::ClosedLoop` when `--replay-concurrency` is set (sessions keep file
+    /// order, timestamps are optional).
+    Trace(TraceSpec),
     Synthetic(SyntheticSpec),
 }
 
@@ -44,19 +41,7 @@ impl WorkloadSource {
     /// synthetic workload path (spec §3.2); traces carry their own block size.
     pub fn load(&self, engine_block_size: u32) -> Result<Workload, InputError> {
         match self {
-            WorkloadSource::Trace {
-                path,
-                trace_block_size,
-                closed_loop,
-            } => crate::workload::trace::load_trace_with(
-                path,
-                *trace_block_size,
-                if *closed_loop {
-                    Timing::ClosedLoop
-                } else {
-                    Timing::OpenLoop
-                },
-            ),
+            WorkloadSource::Trace(spec) => spec.load(),
             WorkloadSource::Synthetic(spec) => {
                 crate::workload::synthetic::generate(spec, engine_block_size)
             }
@@ -100,7 +85,7 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
             args.trace_files.len()
         )));
     }
-    refuse_unsupported_flags(args, using_trace)?;
+    refuse_unsupported_flags(args)?;
 
     // Rules 2-5: trace or synthetic workload, and its load controller.
     let synthetic_flags = synthetic_flags_set(args);
@@ -206,11 +191,20 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
     // Rules 9, 10, 12: aggregated or disaggregated topology.
     let topology = build_topology(args, extra, prefill, decode, router_mode)?;
 
+    if using_trace {
+        check_trace_format(args, &topology)?;
+    }
+
     // Rule 13.
     let replay_concurrency = match args.replay_concurrency {
         None => None,
         Some(n) => Some(int_in_range("--replay-concurrency", n, 1)?),
     };
+    if let Some(why) = topology.trtllm_disaggregation_problem(replay_concurrency.is_some()) {
+        return Err(err(format!(
+            "--prefill-engine-args/--decode-engine-args: {why}"
+        )));
+    }
     if !(args.arrival_speedup_ratio.is_finite() && args.arrival_speedup_ratio > 0.0) {
         return Err(err(format!(
             "--arrival-speedup-ratio must be a finite number > 0, got {}",
@@ -230,14 +224,34 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
 
     let workload = if using_trace {
         let trace_block_size = match args.trace_block_size {
-            None => DEFAULT_TRACE_BLOCK_SIZE,
-            Some(n) => int_in_range("--trace-block-size", n, 1)?,
+            None => None,
+            Some(n) => Some(int_in_range("--trace-block-size", n, 1)?),
         };
-        WorkloadSource::Trace {
-            path: args.trace_files[0].clone(),
-            trace_block_size,
-            closed_loop: replay_concurrency.is_some(),
+        let shared_prefix_ratio = args.trace_shared_prefix_ratio;
+        if !(shared_prefix_ratio.is_finite() && (0.0..=1.0).contains(&shared_prefix_ratio)) {
+            return Err(err(format!(
+                "--trace-shared-prefix-ratio must be between 0.0 and 1.0, got {shared_prefix_ratio}"
+            )));
         }
+        WorkloadSource::Trace(TraceSpec {
+            format: args.trace_format.into(),
+            paths: args.trace_files.clone(),
+            trace_block_size: match (args.trace_format, trace_block_size) {
+                (TraceFormat::Dynamo, given) => given,
+                (_, given) => Some(given.unwrap_or(DEFAULT_TRACE_BLOCK_SIZE)),
+            },
+            timing: if replay_concurrency.is_some() {
+                Timing::ClosedLoop
+            } else {
+                Timing::OpenLoop
+            },
+            shared_prefix_ratio,
+            num_prefix_groups: int_in_range(
+                "--trace-num-prefix-groups",
+                args.trace_num_prefix_groups,
+                0,
+            )?,
+        })
     } else {
         // Like upstream, --trace-block-size is ignored by synthetic workloads.
         WorkloadSource::Synthetic(synthetic_spec(args, replay_concurrency.is_some())?)
@@ -266,7 +280,7 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
 
 /// Flags upstream accepts but dynosim cannot simulate: refused before any other rule so the user
 /// learns first that the feature is missing.
-fn refuse_unsupported_flags(args: &RunArgs, using_trace: bool) -> Result<(), InputError> {
+fn refuse_unsupported_flags(args: &RunArgs) -> Result<(), InputError> {
     if args.planner_config.is_some() {
         return Err(err(
             "--planner-config is not supported by dynosim (no planner-in-the-loop simulation)",
@@ -323,13 +337,32 @@ fn refuse_unsupported_flags(args: &RunArgs, using_trace: bool) -> Result<(), Inp
             "--replay-mode online is not supported: dynosim simulates offline only",
         ));
     }
-    if using_trace && args.trace_format != TraceFormat::Mooncake {
-        return Err(err(format!(
-            "--trace-format {} is not supported yet by dynosim (only mooncake)",
-            args.trace_format.name()
-        )));
-    }
     Ok(())
+}
+
+/// What each trace format cannot be combined with, refused with DynoSim's reasons.
+fn check_trace_format(args: &RunArgs, topology: &Topology) -> Result<(), InputError> {
+    let disaggregated = matches!(topology, Topology::Disaggregated { .. });
+    let closed_loop = args.replay_concurrency.is_some();
+    match args.trace_format {
+        TraceFormat::AppliedComputeAgentic if !closed_loop => Err(err(
+            "--trace-format=applied_compute_agentic requires --replay-concurrency because the \
+             source traces do not include first-turn timestamps",
+        )),
+        TraceFormat::AgenticMooncake if closed_loop => Err(err(
+            "--trace-format agentic_mooncake: agentic_mooncake trace format is not supported \
+             with replay_concurrency (--replay-concurrency)",
+        )),
+        TraceFormat::AgenticMooncake if disaggregated => Err(err(
+            "--trace-format agentic_mooncake: agentic_mooncake trace format is not supported for \
+             disaggregated replay",
+        )),
+        TraceFormat::MooncakeDelta if disaggregated => Err(err(
+            "--trace-format mooncake-delta: mooncake-delta trace format is not supported for \
+             disaggregated replay",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The synthetic-mode triggers of rule 2 that are set, by flag name.
@@ -628,6 +661,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
         check_memory(&floor, budget, hint(&shape, floor.largest())).map_err(err)?;
     }
     let workload = plan.workload.load(block_size)?;
+    if let Some(why) = crate::sim::driver::unsupported_release(&workload, &plan.sim) {
+        return Err(err(why).into());
+    }
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }
@@ -876,11 +912,14 @@ mod tests {
             "trace.jsonl --report-jsonl out/req.jsonl --max-sim-time-seconds 1.5 \
              --report-json out/r.json",
         );
-        let expected = WorkloadSource::Trace {
-            path: "trace.jsonl".into(),
-            trace_block_size: 512,
-            closed_loop: false,
-        };
+        let expected = WorkloadSource::Trace(TraceSpec {
+            format: crate::workload::formats::TraceFormat::Mooncake,
+            paths: vec!["trace.jsonl".into()],
+            trace_block_size: Some(512),
+            timing: Timing::OpenLoop,
+            shared_prefix_ratio: 0.0,
+            num_prefix_groups: 0,
+        });
         assert_eq!(p.workload, expected);
         assert_eq!(p.sim.max_sim_time_ms, Some(1500.0));
         assert!(p.sim.record_requests);
@@ -895,10 +934,11 @@ mod tests {
         let p = ok("t.jsonl --trace-block-size 64 --replay-concurrency 3");
         assert!(matches!(
             p.workload,
-            WorkloadSource::Trace {
-                trace_block_size: 64,
+            WorkloadSource::Trace(TraceSpec {
+                trace_block_size: Some(64),
+                timing: Timing::ClosedLoop,
                 ..
-            }
+            })
         ));
         assert_eq!(p.sim.load.replay_concurrency, Some(3));
     }
@@ -969,10 +1009,12 @@ mod tests {
         ("a b", &["requires exactly one trace file", "got 2"]),
         ("--trace-format dynamo", &["dynamo", "at least one trace file"]),
         // Refused flags.
-        ("a b --trace-format dynamo", &["--trace-format dynamo", "not supported yet"]),
-        ("t --trace-format mooncake-delta", &["mooncake-delta", "not supported yet"]),
-        ("t --trace-format agentic_mooncake", &["agentic_mooncake is not supported yet"]),
-        ("t --trace-format applied_compute_agentic", &["applied_compute_agentic", "not supported yet"]),
+        ("t --trace-format applied_compute_agentic", &["applied_compute_agentic requires --replay-concurrency"]),
+        ("t --trace-format agentic_mooncake --replay-concurrency 2", &["not supported with replay_concurrency"]),
+        ("t --trace-format agentic_mooncake --prefill-engine-args {\"worker_type\":\"prefill\"} --decode-engine-args {\"worker_type\":\"decode\"}", &["agentic_mooncake trace format is not supported for disaggregated replay"]),
+        ("t --trace-format mooncake-delta --prefill-engine-args {\"worker_type\":\"prefill\"} --decode-engine-args {\"worker_type\":\"decode\"}", &["mooncake-delta trace format is not supported for disaggregated replay"]),
+        ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-shared-prefix-ratio 1.5", &["--trace-shared-prefix-ratio must be between 0.0 and 1.0"]),
+        ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-num-prefix-groups -1", &["--trace-num-prefix-groups"]),
         ("t --planner-config p.yaml", &["--planner-config is not supported by dynosim"]),
         ("t --benchmark-granularity 8", &["--benchmark-granularity is not supported"]),
         ("t --aic-backend vllm", &["--aic-backend is not supported by dynosim"]),

@@ -185,6 +185,64 @@ fn further_configurations_match_the_reference() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Measured timing profiles (`planner_profile_data`, NPZ): the shared H200-like example and a
+/// profile of other grid sizes written by `tests/data/profiles/make_profiles.py`; synthetic
+/// closed loop (with speed-ups), the conversation trace with round robin and kv_router, and a
+/// disaggregated round-robin deployment whose pools use different profiles. Reference reports
+/// were produced by DynoSim 1.4.2 with the same NPZ files.
+#[test]
+fn measured_profiles_match_the_reference() {
+    let dir = root().join("tests/data/reference/profiles");
+    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let profiles = root().join("tests/data/profiles");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, args) = line.split_once('\t').unwrap();
+        let args = args.replace("PROFILES", &profiles.display().to_string());
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = run(&args, tmp.path());
+        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
+        if !bad.is_empty() {
+            failures.push(format!("{name}: {}", bad.join("; ")));
+        }
+        n += 1;
+    }
+    assert!(n >= 7, "expected the checked-in cases, found {n}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every trace format (dynamo shards and agentic sessions, agentic_mooncake dependencies,
+/// applied_compute_agentic sessions with shared prefix groups) and the TRT-LLM engine
+/// (GUARANTEED_NO_EVICT admission, rejections, clamped outputs), with round robin and kv_router
+/// (two targets, where DynoSim is deterministic), arrival speed-up, `--replay-concurrency` and
+/// disaggregation where DynoSim allows them. Inputs are in `tests/data/formats/` (derived from
+/// the conversation trace), reference reports in `tests/data/reference/formats/`.
+#[test]
+fn trace_formats_and_trtllm_match_the_reference() {
+    let dir = root().join("tests/data/reference/formats");
+    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let formats = root().join("tests/data/formats");
+    let traces = root().join("tests/data/traces");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, args) = line.split_once('\t').unwrap();
+        let args = args
+            .replace("FMT", &formats.display().to_string())
+            .replace("TRACES", &traces.display().to_string());
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = run(&args, tmp.path());
+        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
+        if !bad.is_empty() {
+            failures.push(format!("{name}: {}", bad.join("; ")));
+        }
+        n += 1;
+    }
+    assert!(n >= 20, "expected the checked-in cases, found {n}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn console_table_matches_the_reference_layout() {
     let dir = tempfile::tempdir().unwrap();

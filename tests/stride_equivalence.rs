@@ -200,3 +200,24 @@ fn budget_and_block_size_grid() {
          --extra-engine-args '{\"block_size\":64,\"max_num_batched_tokens\":4096}'"
     ));
 }
+
+/// A measured profile (`planner_profile_data`): decode time depends on the context, which grows
+/// by one token every pass, so a stride evaluates every pass's duration.
+#[test]
+fn measured_profile_with_context_dependent_decode() {
+    let profile = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/profiles/own_profile.npz"
+    );
+    for router in ["round_robin", "kv_router"] {
+        check(&format!(
+            "{C2K} --num-workers 3 --router-mode {router} \
+             --extra-engine-args '{{\"block_size\":32,\"planner_profile_data\":\"{profile}\"}}'"
+        ));
+    }
+    check(&format!(
+        "{C2K} --router-mode kv_router --num-prefill-workers 2 --num-decode-workers 2 \
+         --prefill-engine-args '{{\"block_size\":64,\"worker_type\":\"prefill\",\"planner_profile_data\":\"{profile}\"}}' \
+         --decode-engine-args '{{\"block_size\":64,\"worker_type\":\"decode\",\"planner_profile_data\":\"{profile}\",\"num_gpu_blocks\":3000}}'"
+    ));
+}

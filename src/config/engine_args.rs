@@ -5,19 +5,27 @@
 //! * simulated: validated and copied into `EngineArgs`;
 //! * no effect on offline timing (live-mode ports, startup time, AIC memory fractions...):
 //!   type-checked, then dropped;
-//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, NPZ or
-//!   AIC timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, AIC
+//!   timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
+//!
+//! Timing-model keys (`planner_profile_data`) build the pool's model through a `TimingLoader`.
 //!
 //! Unknown keys are rejected with the closest valid key as a suggestion.
 
 use super::json_fields::{parse_json_text, JsonObject};
-use super::{EngineArgs, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType};
-use crate::engine::timing::TimingLoader;
+use super::{
+    EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType,
+};
+use crate::engine::timing::interpolated::PROFILE_ARRAYS;
+use crate::engine::timing::{Interpolated, Timing, TimingLoader};
 use crate::error::InputError;
 use serde_json::Value;
+use std::path::Path;
 
 /// Default vLLM block size, used when `block_size` is 0 or absent.
 pub const DEFAULT_VLLM_BLOCK_SIZE: u32 = 64;
+/// Default TRT-LLM block size (DynoSim's CLI default for `engine_type` trtllm).
+pub const DEFAULT_TRTLLM_BLOCK_SIZE: u32 = 32;
 
 /// Every key upstream's `MockEngineArgs` accepts, in the order of the spec's table.
 pub const ENGINE_ARGS_KEYS: &[&str] = &[
@@ -144,16 +152,9 @@ pub fn parse_engine_args_with(
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
     let mut a = EngineArgs::default();
 
-    if let Some(t) = o.non_null(
-        "engine_type",
-        o.choice("engine_type", &["vllm", "sglang", "trtllm"], true)?,
-    )? {
-        if t != "vllm" {
-            return Err(o.error(
-                "engine_type",
-                format!("= \"{t}\" is not supported by dynosim yet (only \"vllm\" is simulated)"),
-            ));
-        }
+    a.engine_type = parse_engine_type(&o)?;
+    if a.engine_type == EngineType::Trtllm {
+        a.block_size = DEFAULT_TRTLLM_BLOCK_SIZE;
     }
 
     a.worker_type = parse_worker_type(&o)?;
@@ -165,10 +166,10 @@ pub fn parse_engine_args_with(
         a.num_gpu_blocks = n;
     }
     if let Some(bs) = o.non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)? {
-        a.block_size = if bs == 0 {
-            DEFAULT_VLLM_BLOCK_SIZE
-        } else {
-            bs as u32
+        a.block_size = match (bs, a.engine_type) {
+            (0, EngineType::Trtllm) => DEFAULT_TRTLLM_BLOCK_SIZE,
+            (0, _) => DEFAULT_VLLM_BLOCK_SIZE,
+            _ => bs as u32,
         };
     }
     a.max_model_len = o.int("max_model_len", 1, u64::MAX)?.value();
@@ -213,13 +214,8 @@ pub fn parse_engine_args_with(
             _ => PreemptionMode::Lifo,
         };
     }
-    // The timing-model keys below build through `timing`; none is simulated yet.
-    let _ = timing;
-    if o.string("planner_profile_data")?.is_set() {
-        return Err(o.unsupported(
-            "planner_profile_data",
-            "the interpolated (NPZ profile) timing model is not implemented",
-        ));
+    if let Some(file) = o.string("planner_profile_data")?.value() {
+        a.timing = load_profile(&o, file, timing)?;
     }
     a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
     a.kv_transfer_bandwidth = o
@@ -246,13 +242,80 @@ pub fn parse_engine_args_with(
     if o.object("sglang")?.is_set() {
         return Err(o.unsupported("sglang", "the SGLang engine is not simulated"));
     }
-    if o.object("trtllm")?.is_set() {
-        return Err(o.unsupported("trtllm", "the TRT-LLM engine is not simulated"));
-    }
+    parse_trtllm(&o)?;
     parse_offload_keys(&o)?;
     parse_aic_keys(&o)?;
     parse_ignored_keys(&o)?;
     Ok(a)
+}
+
+/// `planner_profile_data`: a mocker-format NPZ file (relative to the loader's folder), loaded once
+/// per file. DynoSim treats any other path as a profiler results folder to convert; dynosim does
+/// not convert, and refuses it.
+fn load_profile(
+    o: &JsonObject,
+    file: &str,
+    timing: &mut TimingLoader,
+) -> Result<Timing, InputError> {
+    const KEY: &str = "planner_profile_data";
+    if Path::new(file).extension().and_then(|e| e.to_str()) != Some("npz") {
+        return Err(o.error(
+            KEY,
+            format!(
+                "= \"{file}\": expected the path of an .npz profile (arrays {}); dynosim does not \
+                 read profiler results folders: convert one with Dynamo's \
+                 convert_profile_results_to_npz (dynamo.mocker.utils.\
+                 planner_profiler_perf_data_converter) and pass the .npz file",
+                PROFILE_ARRAYS.join(", ")
+            ),
+        ));
+    }
+    let path = timing.resolve(file);
+    let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    timing
+        .get_or_build(format!("{KEY}:{}", key.display()), || {
+            Interpolated::from_npz(&path, file).map(Timing::interpolated)
+        })
+        .map_err(|e| InputError::new(format!("{}: key \"{KEY}\": {e}", o.origin())))
+}
+
+/// `engine_type`: case-insensitive, absent or null = vLLM.
+fn parse_engine_type(o: &JsonObject) -> Result<EngineType, InputError> {
+    let t = o.non_null(
+        "engine_type",
+        o.choice("engine_type", &["vllm", "sglang", "trtllm"], true)?,
+    )?;
+    match t {
+        None | Some("vllm") => Ok(EngineType::Vllm),
+        Some("trtllm") => Ok(EngineType::Trtllm),
+        _ => Err(o.error(
+            "engine_type",
+            "= \"sglang\" is not supported by dynosim yet (only \"vllm\" and \"trtllm\" are simulated)",
+        )),
+    }
+}
+
+/// The `trtllm` object: `capacity_scheduler_policy` may only be `guaranteed_no_evict` (the
+/// policy dynosim simulates for `engine_type` trtllm); other keys are ignored, as DynoSim does.
+fn parse_trtllm(o: &JsonObject) -> Result<(), InputError> {
+    let Some(t) = o.object("trtllm")?.value() else {
+        return Ok(());
+    };
+    match t.get("capacity_scheduler_policy") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(p)) if p == "guaranteed_no_evict" => Ok(()),
+        Some(Value::String(p)) => Err(o.error(
+            "trtllm",
+            format!(
+                ".capacity_scheduler_policy: engine_type=trtllm v1 supports only \
+                 capacity_scheduler_policy='guaranteed_no_evict', got '{p}'"
+            ),
+        )),
+        Some(v) => Err(o.error(
+            "trtllm",
+            format!(".capacity_scheduler_policy: expected a string, got {v}"),
+        )),
+    }
 }
 
 /// `worker_type` is shorthand for `is_prefill`/`is_decode` and cannot be combined with them.
@@ -656,10 +719,7 @@ mod tests {
     fn unmodelled_features_are_refused() {
         let cases = [
             json!({"engine_type": "sglang"}),
-            json!({"engine_type": "trtllm"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
             json!({"sglang": {}}),
-            json!({"trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}}),
             json!({"num_g2_blocks": 1000}),
             json!({"num_g3_blocks": 0}),
             json!({"enable_g4_storage": true}),
@@ -675,6 +735,27 @@ mod tests {
             let m = err(v);
             assert!(m.contains("not supported by dynosim yet"), "{m}");
         }
+    }
+
+    #[test]
+    fn trtllm_engine_type_policy_and_block_size() {
+        let a = ok(json!({"engine_type": "TRTLLM"}));
+        assert_eq!(a.engine_type, EngineType::Trtllm);
+        assert_eq!(a.block_size, DEFAULT_TRTLLM_BLOCK_SIZE);
+        let a = ok(json!({"engine_type": "trtllm", "block_size": 0}));
+        assert_eq!(a.block_size, 32);
+        let a = ok(json!({"engine_type": "trtllm", "block_size": 16,
+            "trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict", "other": 1}}));
+        assert_eq!(a.block_size, 16);
+        // The trtllm object alone does not change the engine (DynoSim only validates it).
+        let a = ok(json!({"trtllm": {}}));
+        assert_eq!((a.engine_type, a.block_size), (EngineType::Vllm, 64));
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"capacity_scheduler_policy": "max_utilization"}}));
+        assert!(
+            m.contains("supports only capacity_scheduler_policy='guaranteed_no_evict', got 'max_utilization'"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -45,11 +45,33 @@ pub enum QueuePolicy {
     Wspt,
 }
 
+/// Which engine a worker pool runs (`engine_type`, case-insensitive in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineType {
+    #[default]
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+impl EngineType {
+    /// The name as DynoSim's messages print it (`engine_type=Sglang`).
+    pub fn display_name(self) -> &'static str {
+        match self {
+            EngineType::Vllm => "Vllm",
+            EngineType::Sglang => "Sglang",
+            EngineType::Trtllm => "Trtllm",
+        }
+    }
+}
+
 /// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Only the vLLM
 /// engine is simulated; keys with no effect offline are accepted by the parser and dropped.
 /// Not `Deserialize`: the timing model is built from files, not read back from a record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineArgs {
+    pub engine_type: EngineType,
     pub num_gpu_blocks: u64,
     /// Tokens per KV block (64 for vLLM when 0/absent).
     pub block_size: u32,
@@ -82,6 +104,7 @@ pub struct EngineArgs {
 impl Default for EngineArgs {
     fn default() -> Self {
         EngineArgs {
+            engine_type: EngineType::Vllm,
             num_gpu_blocks: 16384,
             block_size: 64,
             max_model_len: None,
@@ -250,4 +273,26 @@ pub struct SimConfig {
     pub seed: u64,
     /// Keep per-request records (for `--report-jsonl`).
     pub record_requests: bool,
+}
+
+impl Topology {
+    /// DynoSim refuses TRT-LLM pools in disaggregated replay; its message names the replay mode
+    /// (`closed_loop`: `--replay-concurrency`).
+    pub fn trtllm_disaggregation_problem(&self, closed_loop: bool) -> Option<String> {
+        let Topology::Disaggregated {
+            prefill, decode, ..
+        } = self
+        else {
+            return None;
+        };
+        let trt = EngineType::Trtllm;
+        (prefill.engine_type == trt || decode.engine_type == trt).then(|| {
+            let mode = if closed_loop {
+                "concurrency replay"
+            } else {
+                "trace replay"
+            };
+            format!("{mode} disaggregation does not support TRT-LLM")
+        })
+    }
 }

@@ -1,10 +1,16 @@
 //! One vLLM engine (one DP rank of a worker): waiting and running queues, the KV pool, and the
 //! forward pass of spec §4.4 with preemption (§4.5). A pass is computed eagerly when it starts;
 //! the caller applies its visible effects (tokens, completions) at the pass end.
+//!
+//! TRT-LLM (`engine_type` trtllm) runs this same scheduler under another [`Admission`] policy,
+//! GUARANTEED_NO_EVICT (spec §4.6, breadth §2): a request is admitted only when the blocks it
+//! needs to run to completion fit next to the completion reservations of the running ones, so
+//! it never preempts; a prompt that fills the whole pool is rejected, and the output of the
+//! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
 use super::timing::{scaled, LatencyModel};
-use crate::config::{EngineArgs, PreemptionMode, WorkerType};
+use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
 
@@ -80,6 +86,15 @@ pub struct Reservation {
     pub missing_tokens: u32,
 }
 
+/// How waiting sequences are admitted (the one place vLLM and TRT-LLM differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Admission {
+    /// vLLM: reserve the known sequence; preempt running sequences when the pool runs out.
+    Vllm,
+    /// TRT-LLM GUARANTEED_NO_EVICT: reserve every sequence to completion; never preempt.
+    GuaranteedNoEvict,
+}
+
 #[derive(Debug)]
 enum Sched {
     Scheduled,
@@ -92,6 +107,7 @@ enum Sched {
 #[derive(Debug)]
 pub struct Engine<M: LatencyModel> {
     args: EngineArgs,
+    admission: Admission,
     block_size: u32,
     model: M,
     pool: KvPool,
@@ -114,6 +130,10 @@ impl<M: LatencyModel> Engine<M> {
         let cap = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
         Engine {
             block_size: args.block_size.max(1),
+            admission: match args.engine_type {
+                EngineType::Trtllm => Admission::GuaranteedNoEvict,
+                _ => Admission::Vllm,
+            },
             args: args.clone(),
             model,
             pool: KvPool::new(cap, record_kv_events),
@@ -192,6 +212,15 @@ impl<M: LatencyModel> Engine<M> {
     /// Queues a new request whose first `shared` full prompt blocks may be shared (their
     /// content ids are `prompts.of(req)`).
     pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32, shared: u32) {
+        let mut max_output = max_output;
+        if self.admission == Admission::GuaranteedNoEvict {
+            // Prompt plus output can reserve at most the whole pool (a prompt that fills it is
+            // rejected at admission).
+            let capacity = u64::from(self.pool.capacity()) * u64::from(self.block_size);
+            if u64::from(input) < capacity {
+                max_output = max_output.min((capacity - u64::from(input)) as u32);
+            }
+        }
         let s = self.new_seq(req, uuid, input, max_output);
         self.seqs[s as usize].shared = shared;
         self.waiting.push_back(s);
@@ -349,6 +378,30 @@ impl<M: LatencyModel> Engine<M> {
         rem
     }
 
+    /// Blocks a sequence occupies once complete: `ceil((input + max_output) / block_size)`.
+    fn completion_blocks(&self, s: u32) -> u32 {
+        let seq = &self.seqs[s as usize];
+        ((u64::from(seq.input) + u64::from(seq.max_output)).div_ceil(u64::from(self.block_size)))
+            .min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Free blocks left once every running sequence has the blocks it still needs to complete
+    /// set aside (GUARANTEED_NO_EVICT admission).
+    fn unreserved_blocks(&self) -> u32 {
+        let reserved: u64 = self
+            .running
+            .iter()
+            .map(|&r| {
+                u64::from(
+                    self.completion_blocks(r)
+                        .saturating_sub(self.held_blocks(r)),
+                )
+            })
+            .sum();
+        let free = self.pool.capacity() - self.pool.num_active();
+        u64::from(free).saturating_sub(reserved) as u32
+    }
+
     /// Prefix hits of a fresh (re-)admission: (cached blocks to acquire, active among them).
     fn prefill_hits(&self, s: u32, prompt: &[u32]) -> PrefixMatch {
         if !self.args.enable_prefix_caching {
@@ -356,7 +409,11 @@ impl<M: LatencyModel> Engine<M> {
         }
         let len = self.seq_len(s);
         // vLLM recomputes the last token: at most floor((len-1)/bs) blocks can be reused.
-        let cap = len.saturating_sub(1) / self.block_size;
+        // TRT-LLM reuses every full cached block.
+        let cap = match self.admission {
+            Admission::Vllm => len.saturating_sub(1) / self.block_size,
+            Admission::GuaranteedNoEvict => len / self.block_size,
+        };
         let shared = (prompt.len() as u32).min(cap);
         let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
         if m.blocks == prompt.len() as u32 && cap > m.blocks && self.seqs[s as usize].exposed {
@@ -388,6 +445,10 @@ impl<M: LatencyModel> Engine<M> {
         let remaining_known = len.saturating_sub(eff_before);
         let prompt_remaining = input - prompt_before;
         if remaining_known == 0 {
+            if cached_tokens > 0 {
+                // A fully cached prompt (TRT-LLM reuses its last block): nothing to compute.
+                self.seqs[s as usize].num_computed = eff_before;
+            }
             return Sched::Idle;
         }
         if !self.args.enable_chunked_prefill && prompt_remaining as u64 > *budget {
@@ -405,8 +466,9 @@ impl<M: LatencyModel> Engine<M> {
                 self.seqs[s as usize].tail += need;
                 break;
             }
-            // Preempt a victim (spec §4.5) and retry.
-            if self.running.is_empty() {
+            // Preempt a victim (spec §4.5) and retry. TRT-LLM never preempts: its reservations
+            // leave room for every admitted sequence.
+            if self.running.is_empty() || self.admission == Admission::GuaranteedNoEvict {
                 return Sched::Blocked;
             }
             let vi = match self.args.preemption_mode {
@@ -500,19 +562,19 @@ impl<M: LatencyModel> Engine<M> {
     /// which a sequence completes (included), and only as far as the blocks sequences allocate
     /// on the way can be had without preempting anyone and, when the pool reports KV events,
     /// without evicting a block the router knows of. Such passes differ only in their duration
-    /// (the blocks in use grow as sequences cross block boundaries), which `durations` receives,
-    /// one per pass. Returns the number of passes (at least 2), or `None` when the next pass
+    /// (the blocks in use grow as sequences cross block boundaries, the mean context by one token
+    /// per pass), which `durations` receives, one per pass. Returns the number of passes (at least 2), or `None` when the next pass
     /// differs. On a prefill worker the passes take no time (their tokens are hidden) and are
     /// applied at once by the caller, so blocks the router knows of may be evicted on the way.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
         let prefill = self.args.worker_type == WorkerType::Prefill;
-        if !self.waiting.is_empty()
-            || self.running.is_empty()
-            || (!prefill && self.model.decode_depends_on_context())
-        {
+        if !self.waiting.is_empty() || self.running.is_empty() {
             return None;
         }
+        // Whether each pass's duration must be evaluated (the context grows every pass), or
+        // only when the blocks in use change.
+        let per_pass = !prefill && self.model.decode_depends_on_context();
         let n = self.running.len() as u64;
         if self.args.max_num_batched_tokens.unwrap_or(u64::MAX) < n {
             return None;
@@ -556,18 +618,19 @@ impl<M: LatencyModel> Engine<M> {
             }
         }
         let quiet = self.pool.quiet_allocations(total, !prefill);
-        let ctx = ctx_sum / n;
         let mut active = self.pool.num_active();
         let mut used = 0u32;
         let mut d = f64::NAN;
         for i in 0..k as usize {
             let a = self.scratch_allocs[i];
-            if a > 0 || i == 0 {
+            if a > 0 || i == 0 || per_pass {
                 used += a;
                 if used > quiet {
                     break;
                 }
                 active += a;
+                // Pass i sees every sequence i tokens longer: the mean as a pass computes it.
+                let ctx = (ctx_sum + i as u64 * n) / n;
                 d = if prefill {
                     0.0
                 } else {
@@ -724,8 +787,13 @@ impl<M: LatencyModel> Engine<M> {
                 // `is_fresh` test); a preempted one (`exposed`) that has outgrown the pool waits
                 // at the head for good, as in the reference.
                 let fresh = !self.seqs[s as usize].exposed;
-                let oversized = fresh && known_blocks > self.pool.capacity();
-                if !prebuilt && (oversized || too_long) {
+                let oversized = match self.admission {
+                    Admission::Vllm => (fresh && known_blocks > self.pool.capacity()) || too_long,
+                    Admission::GuaranteedNoEvict => {
+                        fresh && self.completion_blocks(s) > self.pool.capacity()
+                    }
+                };
+                if !prebuilt && oversized {
                     self.waiting.remove(pos);
                     out.rejected.push(req);
                     out.progressed = true;
@@ -741,8 +809,17 @@ impl<M: LatencyModel> Engine<M> {
                 } else {
                     (self.prefill_hits(s, prompt), 0)
                 };
-                let needed = known_blocks.saturating_sub(m.active_blocks + held);
-                let free = self.pool.capacity() - self.pool.num_active();
+                let (needed, free) = match self.admission {
+                    Admission::Vllm => (
+                        known_blocks.saturating_sub(m.active_blocks + held),
+                        self.pool.capacity() - self.pool.num_active(),
+                    ),
+                    Admission::GuaranteedNoEvict => (
+                        self.completion_blocks(s)
+                            .saturating_sub(m.active_blocks + held),
+                        self.unreserved_blocks(),
+                    ),
+                };
                 if needed > free {
                     break;
                 }
@@ -950,5 +1027,62 @@ mod tests {
         e.step(&prompts, &mut out);
         assert_eq!(out.rejected, vec![0]);
         assert!(!e.has_work());
+    }
+
+    #[test]
+    fn guaranteed_no_evict_reserves_to_completion_and_never_preempts() {
+        let args = EngineArgs {
+            engine_type: EngineType::Trtllm,
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(4, &[&[], &[], &[]]);
+        // 7 + 4 tokens need 3 blocks to completion: the second cannot be admitted beside the
+        // first (vLLM would admit both and preempt); a 16-token prompt fills the pool.
+        e.enqueue(0, 1, 7, 4, 0);
+        e.enqueue(1, 2, 7, 4, 0);
+        e.enqueue(2, 3, 16, 4, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        let mut finished = Vec::new();
+        let mut rejected = Vec::new();
+        for _ in 0..100 {
+            if !e.has_work() {
+                break;
+            }
+            e.step(&prompts, &mut out);
+            assert_eq!(out.preempted, 0);
+            finished.extend_from_slice(&out.finished);
+            rejected.extend_from_slice(&out.rejected);
+        }
+        assert_eq!(finished, vec![0, 1]);
+        assert_eq!(rejected, vec![2]);
+    }
+
+    #[test]
+    fn guaranteed_no_evict_clamps_output_to_the_pool() {
+        let args = EngineArgs {
+            engine_type: EngineType::Trtllm,
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(4, &[&[]]);
+        // 10 prompt tokens leave room for 6 of the 100 requested.
+        e.enqueue(0, 1, 10, 100, 0);
+        let mut out = PassOutput::default();
+        let mut emitted = 0;
+        for _ in 0..100 {
+            if !e.has_work() {
+                break;
+            }
+            e.step(&prompts, &mut out);
+            emitted += out.emitted.len();
+        }
+        assert_eq!(emitted, 6);
     }
 }

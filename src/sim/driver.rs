@@ -1,11 +1,28 @@
 //! The load driver: when each request arrives (spec §2.3, §2.8, §2.9). Open loop releases first
 //! turns at their (sped-up) timestamps; closed loop keeps at most `replay_concurrency` sessions
-//! active. Follow-up turns arrive at the previous turn's completion plus the think time.
+//! active. Follow-up turns arrive at the previous turn's completion plus the think time; a
+//! request with dependencies (agentic traces) arrives when the last of them ends, plus its delay.
 
-use crate::config::LoadSpec;
+use crate::config::{LoadSpec, SimConfig, Topology};
 use crate::workload::Workload;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Agentic workloads are released by their dependencies, in open loop and aggregated only:
+/// DynoSim's reason for any other configuration. (Agentic Dynamo traces are only known to be
+/// agentic once read.)
+pub fn unsupported_release(w: &Workload, cfg: &SimConfig) -> Option<&'static str> {
+    if !w.dependencies.is_agentic() {
+        return None;
+    }
+    if cfg.load.replay_concurrency.is_some() {
+        Some("agentic Dynamo request traces are not supported with replay_concurrency")
+    } else if matches!(cfg.topology, Topology::Disaggregated { .. }) {
+        Some("agentic Dynamo request traces are not supported for disaggregated replay")
+    } else {
+        None
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Due {
@@ -32,6 +49,10 @@ pub struct Driver {
     next_session: usize,
     /// Divisor of open-loop timestamps and think times.
     speedup: f64,
+    /// Per request: dependencies that have not ended yet (empty without dependencies).
+    waiting_on: Vec<u32>,
+    /// Per request: when its last ended dependency ended so far.
+    ready_after: Vec<f64>,
 }
 
 impl Driver {
@@ -45,6 +66,8 @@ impl Driver {
             } else {
                 load.arrival_speedup_ratio
             },
+            waiting_on: Vec::new(),
+            ready_after: Vec::new(),
         }
     }
 
@@ -60,6 +83,11 @@ impl Driver {
 
     /// Schedules the first arrivals.
     pub fn start(&mut self, w: &Workload, t0: f64) {
+        if !w.dependencies.is_empty() {
+            let n = w.requests.len() as u32;
+            self.waiting_on = (0..n).map(|r| w.dependencies.num_waits(r)).collect();
+            self.ready_after = vec![0.0; n as usize];
+        }
         match self.cap {
             Some(cap) => {
                 while self.next_session < w.sessions.len() && self.next_session < cap as usize {
@@ -70,6 +98,9 @@ impl Driver {
             }
             None => {
                 for s in &w.sessions {
+                    if self.waiting_on.get(s.first_request as usize) > Some(&0) {
+                        continue; // released by its dependencies
+                    }
                     let t = s.first_arrival_ms.unwrap_or(0.0) / self.speedup;
                     self.push(t, s.first_request);
                 }
@@ -94,6 +125,9 @@ impl Driver {
     /// A request reached a terminal state at `now`: release the session's next turn, or, in
     /// closed loop, the next session when this was its last turn.
     pub fn on_terminal(&mut self, w: &Workload, req: u32, now: f64) {
+        if !self.waiting_on.is_empty() {
+            self.release_dependents(w, req, now);
+        }
         let r = &w.requests[req as usize];
         let s = &w.sessions[r.session as usize];
         if r.turn + 1 < s.num_turns {
@@ -104,6 +138,23 @@ impl Driver {
             let first = w.sessions[self.next_session].first_request;
             self.next_session += 1;
             self.push(now, first);
+        }
+    }
+
+    /// Counts `req`'s end for the requests waiting on it; those with no dependency left are due
+    /// their delay after the last one ended.
+    fn release_dependents(&mut self, w: &Workload, req: u32, now: f64) {
+        for &d in w.dependencies.dependents_of(req) {
+            let i = d as usize;
+            if self.waiting_on[i] == 0 {
+                continue;
+            }
+            self.waiting_on[i] -= 1;
+            self.ready_after[i] = self.ready_after[i].max(now);
+            if self.waiting_on[i] == 0 {
+                let delay = w.requests[i].delay_after_previous_ms / self.speedup;
+                self.push(self.ready_after[i] + delay, d);
+            }
         }
     }
 }

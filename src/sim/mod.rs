@@ -8,7 +8,7 @@
 //! when they start; their tokens and completions become visible at the pass end.
 
 mod collector;
-mod driver;
+pub mod driver;
 pub mod early_stop;
 
 use crate::config::{
@@ -275,6 +275,9 @@ impl<'w> Sim<'w> {
         cfg: &'w SimConfig,
         opts: SimOptions,
     ) -> Result<Self, SimError> {
+        if let Some(why) = driver::unsupported_release(w, cfg) {
+            return Err(SimError(why.into()));
+        }
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
         let mut pools = Vec::new();

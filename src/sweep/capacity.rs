@@ -28,7 +28,6 @@ use super::spec::{CapacitySearch, Spec};
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::error::InputError;
 use crate::workload::sharing::PromptBlocks;
-use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -106,20 +105,10 @@ impl Workloads<'_> {
             return Ok(w.clone());
         }
         let w = match src {
-            WorkloadSource::Trace {
-                paths,
-                trace_block_size,
-                closed_loop,
-                ..
-            } => (self.backend.load_trace)(
-                &paths[0],
-                *trace_block_size,
-                if *closed_loop {
-                    Timing::ClosedLoop
-                } else {
-                    Timing::OpenLoop
-                },
-            ),
+            WorkloadSource::Trace { .. } => match src.trace_spec() {
+                Some(t) => (self.backend.load_trace)(&t),
+                None => return Err("a trace source without a trace spec".into()),
+            },
             WorkloadSource::Synthetic { spec, block_size } => {
                 (self.backend.generate)(spec, *block_size)
             }

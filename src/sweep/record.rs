@@ -183,12 +183,26 @@ pub fn workload_identity(src: &WorkloadSource, trace_sha: impl Fn(&Path) -> Stri
             files,
             paths,
             trace_block_size,
+            format,
+            shared_prefix_ratio,
+            num_prefix_groups,
             ..
-        } => json!({
-            "kind": "trace",
-            "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
-            "trace_block_size": trace_block_size,
-        }),
+        } => {
+            let mut id = json!({
+                "kind": "trace",
+                "files": files.iter().zip(paths).map(|(f, p)| json!({"path": f, "sha256": trace_sha(p)})).collect::<Vec<_>>(),
+                "trace_block_size": trace_block_size,
+            });
+            // Only named when not the default, so mooncake points keep their hashes.
+            if *format != crate::workload::formats::TraceFormat::Mooncake {
+                id["trace_format"] = json!(format.name());
+            }
+            if *format == crate::workload::formats::TraceFormat::AppliedComputeAgentic {
+                id["trace_shared_prefix_ratio"] = json!(shared_prefix_ratio);
+                id["trace_num_prefix_groups"] = json!(num_prefix_groups);
+            }
+            id
+        }
         WorkloadSource::Synthetic { spec, block_size } => json!({
             "kind": "synthetic",
             "synthetic": spec,

@@ -21,6 +21,7 @@ use crate::config::{
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
+use crate::workload::formats::{Timing, TraceFormat, TraceSpec};
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -49,10 +50,16 @@ pub enum WorkloadSource {
         files: Vec<String>,
         /// Resolved against the spec's folder.
         paths: Vec<PathBuf>,
-        trace_block_size: u32,
+        /// `None` only for a Dynamo trace without `trace_block_size` (it embeds its own).
+        trace_block_size: Option<u32>,
         /// `replay_concurrency` is set: sessions keep file order and timestamps are optional,
         /// as in `dynosim run --replay-concurrency`.
         closed_loop: bool,
+        /// `workload.trace_format`, with `trace_shared_prefix_ratio`/`trace_num_prefix_groups`
+        /// of `applied_compute_agentic`.
+        format: TraceFormat,
+        shared_prefix_ratio: f64,
+        num_prefix_groups: u32,
     },
     Synthetic {
         spec: SyntheticSpec,
@@ -63,6 +70,33 @@ pub enum WorkloadSource {
 }
 
 impl WorkloadSource {
+    /// What the trace reader needs (`None` for synthetic workloads).
+    pub fn trace_spec(&self) -> Option<TraceSpec> {
+        match self {
+            WorkloadSource::Trace {
+                paths,
+                trace_block_size,
+                closed_loop,
+                format,
+                shared_prefix_ratio,
+                num_prefix_groups,
+                ..
+            } => Some(TraceSpec {
+                format: *format,
+                paths: paths.clone(),
+                trace_block_size: *trace_block_size,
+                timing: if *closed_loop {
+                    Timing::ClosedLoop
+                } else {
+                    Timing::OpenLoop
+                },
+                shared_prefix_ratio: *shared_prefix_ratio,
+                num_prefix_groups: *num_prefix_groups,
+            }),
+            WorkloadSource::Synthetic { .. } => None,
+        }
+    }
+
     /// A key identifying the loaded workload (equal keys = same `Workload`).
     pub fn cache_key(&self) -> String {
         match self {
@@ -70,8 +104,15 @@ impl WorkloadSource {
                 paths,
                 trace_block_size,
                 closed_loop,
+                format,
+                shared_prefix_ratio,
+                num_prefix_groups,
                 ..
-            } => format!("trace {paths:?} {trace_block_size} {closed_loop}"),
+            } => format!(
+                "trace {paths:?} {trace_block_size:?} {closed_loop} {} {shared_prefix_ratio} \
+                 {num_prefix_groups}",
+                format.name()
+            ),
             WorkloadSource::Synthetic { spec, block_size } => format!(
                 "synthetic {} {block_size}",
                 serde_json::to_string(spec).unwrap_or_default()
@@ -164,6 +205,30 @@ fn has(w: &Map<String, Value>, key: &str) -> bool {
     w.get(key).is_some_and(|v| !v.is_null())
 }
 
+/// DynoSim's refusals of a trace format with a load or topology (as `dynosim run` refuses them).
+fn trace_format_problem(
+    format: TraceFormat,
+    replay_concurrency: Option<u32>,
+    disaggregated: bool,
+) -> Option<&'static str> {
+    match format {
+        TraceFormat::AppliedComputeAgentic if replay_concurrency.is_none() => Some(
+            "trace_format applied_compute_agentic requires replay_concurrency because the source \
+             traces do not include first-turn timestamps",
+        ),
+        TraceFormat::AgenticMooncake if replay_concurrency.is_some() => {
+            Some("agentic_mooncake trace format is not supported with replay_concurrency")
+        }
+        TraceFormat::AgenticMooncake if disaggregated => {
+            Some("agentic_mooncake trace format is not supported for disaggregated replay")
+        }
+        TraceFormat::MooncakeDelta if disaggregated => {
+            Some("mooncake-delta trace format is not supported for disaggregated replay")
+        }
+        _ => None,
+    }
+}
+
 /// What `dynosim run` does with the workload flags (spec §1.2 rules 1-4, 6, 13, 14): the source
 /// to load and the per-point load shaping. `block_size` is the engine block size of the point.
 pub fn workload_of(
@@ -218,21 +283,33 @@ pub fn workload_of(
                     .collect(),
                 other => other.as_str().map(str::to_string).into_iter().collect(),
             };
-            if files.len() != 1 {
+            let format = w
+                .get("trace_format")
+                .and_then(Value::as_str)
+                .and_then(TraceFormat::from_name)
+                .unwrap_or(TraceFormat::Mooncake);
+            if format != TraceFormat::Dynamo && files.len() != 1 {
                 return Err(format!(
-                    "workload.trace: {} trace files given, but the mooncake trace format reads \
-                     exactly one file",
-                    files.len()
+                    "workload.trace: {} trace files given, but the {} trace format reads exactly \
+                     one file (only dynamo takes several)",
+                    files.len(),
+                    format.name()
                 ));
             }
             let paths = files.iter().map(|f| spec.dir.join(f)).collect();
+            let trace_block_size = match (format, u32_of(w, "trace_block_size")) {
+                (TraceFormat::Dynamo, given) => given,
+                (_, given) => Some(given.unwrap_or(DEFAULT_TRACE_BLOCK_SIZE)),
+            };
             Ok((
                 WorkloadSource::Trace {
                     files,
                     paths,
-                    trace_block_size: u32_of(w, "trace_block_size")
-                        .unwrap_or(DEFAULT_TRACE_BLOCK_SIZE),
+                    trace_block_size,
                     closed_loop: load.replay_concurrency.is_some(),
+                    format,
+                    shared_prefix_ratio: f64_of(w, "trace_shared_prefix_ratio").unwrap_or(0.0),
+                    num_prefix_groups: u32_of(w, "trace_num_prefix_groups").unwrap_or(0),
                 },
                 load,
                 max_sim_time_ms,
@@ -500,6 +577,17 @@ impl<'s> Resolver<'s> {
         let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
         let (source, load, max_sim_time_ms) =
             workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;
+        if let Some(why) = topology.trtllm_disaggregation_problem(load.replay_concurrency.is_some())
+        {
+            problems.push(why);
+        }
+        if let WorkloadSource::Trace { format, .. } = &source {
+            let disaggregated = matches!(topology, Topology::Disaggregated { .. });
+            if let Some(why) = trace_format_problem(*format, load.replay_concurrency, disaggregated)
+            {
+                problems.push(why.into());
+            }
+        }
         let gpus = topology.gpus();
         let verdict = if !problems.is_empty() {
             Verdict::Invalid(problems.join("; "))
@@ -558,6 +646,42 @@ mod tests {
         let n = s.grid_size().unwrap() as u64;
         let mut r = Resolver::new(&s);
         (0..n).map(|i| r.resolve(i).map_err(|e| e.0)).collect()
+    }
+
+    #[test]
+    fn profiles_resolve_against_the_spec_folder_and_load_once_per_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/profiles");
+        let text = format!(
+            "{SYN}grid:\n  engine.planner_profile_data: [perf_h200_example.npz, own_profile.npz]\n  \
+             engine.max_num_seqs: [8, 16]\n"
+        );
+        let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
+        let mut r = Resolver::new(&s);
+        let pts: Vec<_> = (0..4).map(|i| r.resolve(i).unwrap()).collect();
+        assert_eq!(r.timing.num_built(), 2);
+        let file_of = |p: &ResolvedPoint| {
+            let Topology::Aggregated { engine, .. } = &p.config.topology else {
+                unreachable!()
+            };
+            serde_json::to_value(&engine.timing).unwrap()["file"].clone()
+        };
+        let files: Vec<_> = pts.iter().map(file_of).collect();
+        assert_eq!(files.iter().filter(|f| *f == "own_profile.npz").count(), 2);
+        assert_eq!(
+            files
+                .iter()
+                .filter(|f| *f == "perf_h200_example.npz")
+                .count(),
+            2
+        );
+        // A missing file is a spec error naming the key path and the file.
+        let text = format!("{SYN}engine: {{planner_profile_data: nope.npz}}\n");
+        let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
+        let e = Resolver::new(&s).resolve(0).unwrap_err().0;
+        assert!(
+            e.contains("planner_profile_data") && e.contains("nope.npz"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -748,10 +872,13 @@ mod tests {
                 paths,
                 trace_block_size,
                 closed_loop,
+                format,
+                ..
             } => {
                 assert_eq!(files, &vec!["t.jsonl".to_string()]);
                 assert_eq!(paths, &vec![PathBuf::from("dir/t.jsonl")]);
-                assert_eq!(*trace_block_size, 64);
+                assert_eq!(*trace_block_size, Some(64));
+                assert_eq!(*format, TraceFormat::Mooncake);
                 // replay_concurrency 4: file order, as `dynosim run` does.
                 assert!(*closed_loop);
             }

@@ -10,9 +10,9 @@ use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::progress::Progress;
 use super::record::{
-    file_sha256, record_line, workload_identity, write_atomic, write_atomic_with, PointRecord,
-    PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
-    POINTS_FILE, SPEC_FILE,
+    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
+    PointRecord, PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE,
+    META_FILE, POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Bound, Spec};
@@ -25,9 +25,9 @@ use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
 use crate::sim::early_stop::{StopBound, Stopped};
 use crate::sim::SimOutput;
+use crate::workload::formats::TraceSpec;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::synthetic::SyntheticSpec;
-use crate::workload::trace::Timing;
 use crate::workload::Workload;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 /// The stages a sweep drives: the real ones, or stand-ins in tests.
 pub(crate) struct Backend {
     pub simulate: fn(&Workload, &PromptBlocks, &SimConfig) -> Result<SimOutput, SimError>,
-    pub load_trace: fn(&Path, u32, Timing) -> Result<Workload, InputError>,
+    pub load_trace: fn(&TraceSpec) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
     /// The simulation with early stop on `require` bounds (`None`: `simulate`, to the end).
     pub simulate_bounded: Option<BoundedSim>,
@@ -89,7 +89,7 @@ fn simulate_shared(
 
 pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: simulate_shared,
-    load_trace: crate::workload::trace::load_trace_with,
+    load_trace: TraceSpec::load,
     generate: crate::workload::synthetic::generate,
     simulate_bounded: Some(simulate_shared_bounded),
 };
@@ -652,20 +652,10 @@ pub(crate) fn run_with(
             continue;
         }
         let loaded = match src {
-            WorkloadSource::Trace {
-                paths,
-                trace_block_size,
-                closed_loop,
-                ..
-            } => (backend.load_trace)(
-                &paths[0],
-                *trace_block_size,
-                if *closed_loop {
-                    Timing::ClosedLoop
-                } else {
-                    Timing::OpenLoop
-                },
-            ),
+            WorkloadSource::Trace { .. } => match src.trace_spec() {
+                Some(t) => (backend.load_trace)(&t),
+                None => unreachable!("a trace source has a trace spec"),
+            },
             WorkloadSource::Synthetic {
                 spec: s,
                 block_size,
@@ -775,8 +765,6 @@ pub(crate) fn run_with(
         }
         rec
     };
-    // What finished so far, for the grace-period watchdog.
-    let finished_so_far: Mutex<Vec<PointRecord>> = Mutex::new(Vec::new());
     let done = |rec: &PointRecord| {
         writer
             .append(rec)
@@ -792,9 +780,6 @@ pub(crate) fn run_with(
             }
         }
         bar.inc();
-        if opts.stop_grace.is_some() {
-            finished_so_far.lock().push(rec.clone());
-        }
         Ok(())
     };
     // Whoever writes the leaderboards first: the end of the run, or the grace-period watchdog.
@@ -802,9 +787,8 @@ pub(crate) fn run_with(
     let pool_done = AtomicBool::new(false);
     let finished = std::thread::scope(|ts| {
         if let Some(grace) = opts.stop_grace {
-            let (finalizing, pool_done, finished_so_far) =
-                (&finalizing, &pool_done, &finished_so_far);
-            let (settled, outcome, writer, dir, spec) = (&settled, &outcome, &writer, &dir, &spec);
+            let (finalizing, pool_done) = (&finalizing, &pool_done);
+            let (outcome, writer, dir, spec) = (&outcome, &writer, &dir, &spec);
             ts.spawn(move || {
                 let mut stopped_at: Option<Instant> = None;
                 while !pool_done.load(Ordering::SeqCst) {
@@ -820,10 +804,16 @@ pub(crate) fn run_with(
                         return;
                     }
                     *claim = true;
-                    // No line is appended to points.jsonl from here on.
+                    // No line is appended to points.jsonl from here on; it holds the settled
+                    // points and every finished one (read back rather than kept twice in memory).
                     let _held = writer.hold();
-                    let mut records = settled.clone();
-                    records.extend(finished_so_far.lock().iter().cloned());
+                    let mut records = match read_points(dir) {
+                        Ok(f) => f.records,
+                        Err(e) => {
+                            eprintln!("error: {}", unwritable(dir, e));
+                            std::process::exit(1);
+                        }
+                    };
                     records.sort_by_key(|r| r.point);
                     eprintln!(
                         "dynosim: the points still running did not finish within the {}s grace \

@@ -47,6 +47,8 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "trace",
     "trace_format",
     "trace_block_size",
+    "trace_shared_prefix_ratio",
+    "trace_num_prefix_groups",
     "arrival_speedup_ratio",
     "replay_concurrency",
     "max_sim_time_seconds",
@@ -649,12 +651,20 @@ fn check_workload_value(ctx: &Ctx, key: &str, v: &Value, path: &str) -> Result<(
                 ),
             )),
         },
-        "trace_format" => expect_choice(ctx, v, path, &["mooncake"]).map(|_| ()),
+        "trace_format" => expect_choice(
+            ctx,
+            v,
+            path,
+            &crate::workload::formats::TraceFormat::ALL.map(|f| f.name()),
+        )
+        .map(|_| ()),
         "trace_block_size" | "input_tokens" | "output_tokens" | "request_count"
         | "replay_concurrency" | "turns_per_session" => {
             expect_uint(ctx, v, path, 1, u32::MAX as u64).map(|_| ())
         }
-        "num_prefix_groups" => expect_uint(ctx, v, path, 0, u32::MAX as u64).map(|_| ()),
+        "num_prefix_groups" | "trace_num_prefix_groups" => {
+            expect_uint(ctx, v, path, 0, u32::MAX as u64).map(|_| ())
+        }
         "arrival_seed" => expect_uint(ctx, v, path, 0, u64::MAX).map(|_| ()),
         "arrival_speedup_ratio" | "request_rate" => {
             expect_float(ctx, v, path, "a finite number > 0", positive).map(|_| ())
@@ -662,10 +672,12 @@ fn check_workload_value(ctx: &Ctx, key: &str, v: &Value, path: &str) -> Result<(
         "max_sim_time_seconds" | "arrival_interval_ms" | "inter_turn_delay_ms" => {
             expect_float(ctx, v, path, "a finite number >= 0", non_negative).map(|_| ())
         }
-        "shared_prefix_ratio" => expect_float(ctx, v, path, "a number in [0, 1]", |x| {
-            (0.0..=1.0).contains(&x)
-        })
-        .map(|_| ()),
+        "shared_prefix_ratio" | "trace_shared_prefix_ratio" => {
+            expect_float(ctx, v, path, "a number in [0, 1]", |x| {
+                (0.0..=1.0).contains(&x)
+            })
+            .map(|_| ())
+        }
         _ => Err(ctx.err(path, "unknown workload key")),
     }
 }

@@ -54,11 +54,8 @@ fn fake_generate(s: &SyntheticSpec, _block_size: u32) -> Result<Workload, InputE
     ))
 }
 
-fn fake_load_trace(
-    path: &std::path::Path,
-    _tbs: u32,
-    _timing: crate::workload::trace::Timing,
-) -> Result<Workload, InputError> {
+fn fake_load_trace(t: &crate::workload::formats::TraceSpec) -> Result<Workload, InputError> {
+    let path = &t.paths[0];
     let text = std::fs::read_to_string(path).map_err(|e| InputError::new(e.to_string()))?;
     if text.contains("bad") {
         return Err(InputError::new(format!(

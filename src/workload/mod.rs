@@ -4,9 +4,12 @@
 //! A prompt's content is described by trace blocks: each block id stands for `trace_block_size`
 //! identical tokens (spec §2.2), so engine-block hashes can be derived for any engine block size.
 
+pub mod formats;
 pub mod sharing;
 pub mod synthetic;
-pub mod trace;
+
+/// The Mooncake reader under its historical path (`workload::trace::load_trace`, ...).
+pub use formats::mooncake as trace;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +73,76 @@ pub struct Workload {
     pub flat: bool,
     /// Inputs accepted with a fix-up (e.g. `input_length` clamped to the hash-id capacity).
     pub warnings: Vec<String>,
+    /// Requests released by the end of other requests (agentic traces); empty otherwise.
+    pub dependencies: Dependencies,
+}
+
+/// Request-level dependencies (spec §2.5, §2.7): a request with dependencies is released
+/// `delay_after_previous_ms` (sped up like arrivals) after the last of them ends, whether it
+/// completed or was rejected. Its session has a single turn and no arrival of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Dependencies {
+    /// `dependents[starts[r]..starts[r + 1]]` are the requests waiting for request `r`.
+    starts: Vec<u32>,
+    dependents: Vec<u32>,
+    /// How many requests each request waits for.
+    num_waits: Vec<u32>,
+}
+
+impl Dependencies {
+    /// Builds the index from each request's list of requests it waits for (indices into
+    /// `Workload::requests`, no duplicates).
+    pub fn from_waits(waits_for: &[Vec<u32>]) -> Self {
+        let n = waits_for.len();
+        let mut counts = vec![0u32; n + 1];
+        for waits in waits_for {
+            for &d in waits {
+                counts[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            counts[i + 1] += counts[i];
+        }
+        let starts = counts;
+        let mut fill: Vec<u32> = starts[..n].to_vec();
+        let mut dependents = vec![0u32; starts[n] as usize];
+        for (r, waits) in waits_for.iter().enumerate() {
+            for &d in waits {
+                dependents[fill[d as usize] as usize] = r as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        Dependencies {
+            starts,
+            dependents,
+            num_waits: waits_for.iter().map(|w| w.len() as u32).collect(),
+        }
+    }
+
+    /// True for agentic workloads (requests released by dependencies or their own arrival,
+    /// never as turns of a session), even when no request waits for another.
+    pub fn is_agentic(&self) -> bool {
+        !self.num_waits.is_empty()
+    }
+
+    /// True when no request waits for another.
+    pub fn is_empty(&self) -> bool {
+        self.dependents.is_empty()
+    }
+
+    /// Number of requests request `r` waits for.
+    pub fn num_waits(&self, r: u32) -> u32 {
+        self.num_waits.get(r as usize).copied().unwrap_or(0)
+    }
+
+    /// The requests waiting for request `r`.
+    pub fn dependents_of(&self, r: u32) -> &[u32] {
+        let r = r as usize;
+        match (self.starts.get(r), self.starts.get(r + 1)) {
+            (Some(&a), Some(&b)) => &self.dependents[a as usize..b as usize],
+            _ => &[],
+        }
+    }
 }
 
 impl Workload {

@@ -20,7 +20,7 @@
 //! sessions `session_<i>`; workload-path uuids are the request's position + 1 (session-major).
 //! Arrival speed-up is applied later by the simulator.
 
-use super::trace::BlockInterner;
+use super::formats::BlockInterner;
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
 use rand::rngs::StdRng;
@@ -189,6 +189,7 @@ fn simple_path(spec: &SyntheticSpec, block_size: u32, arrivals: Option<Vec<f64>>
         num_distinct_blocks: 0,
         flat: true,
         warnings: Vec::new(),
+        dependencies: Default::default(),
     }
 }
 
@@ -269,6 +270,7 @@ fn workload_path(
         num_distinct_blocks,
         flat: turns == 1,
         warnings: Vec::new(),
+        dependencies: Default::default(),
     })
 }
 

@@ -4,6 +4,7 @@
 //! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
 //! never knows which model runs:
 //! * `polynomial`: DynoSim's default fit (no engine arg);
+//! * `interpolated`: a measured NPZ profile (`planner_profile_data`).
 //!
 //! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
 //! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
@@ -19,14 +20,17 @@
 //! This module owns no scheduling: the vLLM scheduler decides what a pass contains and passes
 //! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
 
+pub mod interpolated;
 pub mod polynomial;
 
+pub use interpolated::Interpolated;
 pub use polynomial::Polynomial;
 
 use crate::error::InputError;
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How long a forward pass takes, in milliseconds, before speed-up ratios are applied.
 pub trait LatencyModel: Send + Sync {
@@ -57,6 +61,9 @@ pub trait LatencyModel: Send + Sync {
 pub enum TimingSource {
     /// DynoSim's default polynomial.
     Polynomial,
+    /// A measured profile: the NPZ as the user wrote its path, and its SHA-256 (so a changed
+    /// profile changes the configuration hash, a moved one does not).
+    PlannerProfileData { file: String, sha256: String },
 }
 
 /// A built model; cloning shares it.
@@ -64,6 +71,7 @@ pub enum TimingSource {
 enum Model {
     #[default]
     Polynomial,
+    Interpolated(Arc<Interpolated>),
 }
 
 /// The timing model of one worker pool: cheap to clone (clones share the built model), compared
@@ -77,6 +85,11 @@ impl Timing {
         Timing(Model::Polynomial)
     }
 
+    /// A loaded profile.
+    pub fn interpolated(profile: Interpolated) -> Self {
+        Timing(Model::Interpolated(Arc::new(profile)))
+    }
+
     pub fn is_polynomial(&self) -> bool {
         matches!(self.0, Model::Polynomial)
     }
@@ -85,6 +98,7 @@ impl Timing {
     pub fn source(&self) -> TimingSource {
         match &self.0 {
             Model::Polynomial => TimingSource::Polynomial,
+            Model::Interpolated(p) => p.source().clone(),
         }
     }
 }
@@ -94,6 +108,7 @@ impl LatencyModel for Timing {
     fn prefill_ms(&self, batch_size: u64, isl: u64, prefix: u64) -> f64 {
         match &self.0 {
             Model::Polynomial => Polynomial.prefill_ms(batch_size, isl, prefix),
+            Model::Interpolated(p) => p.prefill_ms(batch_size, isl, prefix),
         }
     }
 
@@ -109,6 +124,9 @@ impl LatencyModel for Timing {
             Model::Polynomial => {
                 Polynomial.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
             }
+            Model::Interpolated(p) => {
+                p.decode_ms(batch_size, active_kv_tokens, context, total_kv_tokens)
+            }
         }
     }
 
@@ -116,6 +134,7 @@ impl LatencyModel for Timing {
     fn decode_depends_on_context(&self) -> bool {
         match &self.0 {
             Model::Polynomial => Polynomial.decode_depends_on_context(),
+            Model::Interpolated(p) => p.decode_depends_on_context(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Mooncake JSONL traces (spec §2.1–2.3, §2.8): plain or gzip, sessions, field aliases.
 //!
-//! This module owns reading a trace file into a [`Workload`]: line-by-line streaming parse with
-//! precise `file:line` errors, hash-id interning (shared with the synthetic generator through
-//! `BlockInterner`), session grouping, think-time derivation and timestamp normalisation.
+//! This module owns reading a Mooncake trace file into a [`Workload`]: line-by-line streaming
+//! parse with precise `file:line` errors (with a fast scanner for well-formed rows), session
+//! grouping, think-time derivation and timestamp normalisation.
 //! The arrival speed-up ratio is *not* applied here (the simulator does it, spec §2.8).
 //!
 //! Conventions (facts from DynoSim 1.4.2 unless noted):
@@ -26,26 +26,15 @@
 //! * Only the first `ceil(input_length / trace_block_size)` hash ids of a row (those covering
 //!   the prompt) are interned and stored; the rest can never influence a simulation.
 
-use super::{Content, RequestSpec, SessionSpec, Workload};
+pub use super::Timing;
+use super::{describe, for_each_line, BlockInterner};
 use crate::error::InputError;
+use crate::workload::{Content, RequestSpec, SessionSpec, Workload};
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Number, Value};
-use std::collections::hash_map::Entry;
 use std::fmt;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-
-/// How the trace's timestamps will be used by the simulation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Timing {
-    /// Trace replay: first-turn timestamps drive arrivals (required, normalised to start at 0).
-    OpenLoop,
-    /// Concurrency-capped replay: timestamps only serve to infer think times; sessions keep file
-    /// order and have no first arrival.
-    ClosedLoop,
-}
 
 /// Loads a Mooncake JSONL trace (plain, or gzip when the name ends in `.gz`).
 pub fn load_trace(path: &Path, trace_block_size: u32) -> Result<Workload, InputError> {
@@ -64,23 +53,9 @@ pub fn load_trace_with(
     timing: Timing,
 ) -> Result<Workload, InputError> {
     let name = path.display().to_string();
-    let gz = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".gz"));
-    if path.is_dir() {
-        return Err(InputError::new(format!(
-            "{name}: is a directory, expected a trace file"
-        )));
-    }
-    let file = File::open(path)
-        .map_err(|e| InputError::new(format!("{name}: cannot open trace file: {e}")))?;
-    if gz {
-        let reader = BufReader::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)));
-        read_lines(reader, &name, true, trace_block_size, timing)
-    } else {
-        read_lines(BufReader::new(file), &name, false, trace_block_size, timing)
-    }
+    let mut b = TraceBuilder::new(&name, trace_block_size, timing)?;
+    for_each_line(path, |line_no, line| b.push_line(line_no, line))?;
+    b.finish()
 }
 
 /// [`parse_trace`] with an explicit [`Timing`].
@@ -95,112 +70,6 @@ pub fn parse_trace_with(
         b.push_line(idx as u64 + 1, line)?;
     }
     b.finish()
-}
-
-/// Streams lines from `reader` into a [`TraceBuilder`], reusing one buffer.
-fn read_lines<R: Read>(
-    mut reader: BufReader<R>,
-    name: &str,
-    gz: bool,
-    trace_block_size: u32,
-    timing: Timing,
-) -> Result<Workload, InputError> {
-    let mut b = TraceBuilder::new(name, trace_block_size, timing)?;
-    let mut buf = Vec::with_capacity(4096);
-    let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
-            let what = if gz { "gzip data" } else { "file" };
-            InputError::new(format!("{name}:{}: cannot read {what}: {e}", line_no + 1))
-        })?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let line = std::str::from_utf8(&buf).map_err(|e| {
-            let hint = if !gz && line_no == 1 && buf.starts_with(&[0x1f, 0x8b]) {
-                " (the file looks gzip-compressed; give it a .gz name)"
-            } else {
-                ""
-            };
-            InputError::new(format!(
-                "{name}:{line_no}: not valid UTF-8 text (bad byte at offset {}){hint}",
-                e.valid_up_to()
-            ))
-        })?;
-        b.push_line(line_no, line)?;
-    }
-    b.finish()
-}
-
-/// Raw ids below this are interned through a table indexed by the raw id (grown on demand, so at
-/// most 8 MiB), the others through a hash map. Mooncake traces and the synthetic generator number
-/// their blocks densely from 0 or 1, so nearly every lookup is a plain table read.
-const DIRECT_LIMIT: u64 = 1 << 21;
-
-/// Marks a raw id of the direct table that has not been seen yet.
-const UNSEEN: u32 = u32::MAX;
-
-/// Interns raw 64-bit block ids to dense `u32` ids in first-seen order.
-#[derive(Debug, Default)]
-pub(crate) struct BlockInterner {
-    /// Dense id of each raw id below [`DIRECT_LIMIT`] (index = raw id), or [`UNSEEN`].
-    direct: Vec<u32>,
-    /// Dense ids of the raw ids from [`DIRECT_LIMIT`] on.
-    map: HashMap<u64, u32>,
-    /// Number of distinct raw ids interned so far (the next dense id).
-    distinct: usize,
-    /// Interned ids of all stored prompts, referenced by `Content::Blocks`.
-    pub(crate) block_ids: Vec<u32>,
-}
-
-impl BlockInterner {
-    /// Appends the interned ids of `raw` to `block_ids`; returns the content reference, or `None`
-    /// when the id space or the store would exceed `u32`.
-    pub(crate) fn push_prompt(&mut self, raw: impl IntoIterator<Item = u64>) -> Option<Content> {
-        let start = u32::try_from(self.block_ids.len()).ok()?;
-        for id in raw {
-            let dense = if id < DIRECT_LIMIT {
-                let i = id as usize;
-                if i >= self.direct.len() {
-                    let len = (i + 1).next_power_of_two().max(1024);
-                    self.direct.resize(len.min(DIRECT_LIMIT as usize), UNSEEN);
-                }
-                match self.direct[i] {
-                    UNSEEN => {
-                        let d = Self::next_dense(&mut self.distinct)?;
-                        self.direct[i] = d;
-                        d
-                    }
-                    d => d,
-                }
-            } else {
-                match self.map.entry(id) {
-                    Entry::Occupied(e) => *e.get(),
-                    Entry::Vacant(e) => *e.insert(Self::next_dense(&mut self.distinct)?),
-                }
-            };
-            self.block_ids.push(dense);
-        }
-        let len = u32::try_from(self.block_ids.len() - start as usize).ok()?;
-        start.checked_add(len)?;
-        Some(Content::Blocks { start, len })
-    }
-
-    /// Takes the next dense id. `None` from the 2^32-th distinct id on: its own dense id would be
-    /// [`UNSEEN`], and the prompt interning it cannot be stored anyway (every interned id is also
-    /// in `block_ids`, which would then exceed `u32` indices, so `push_prompt` fails either way).
-    fn next_dense(distinct: &mut usize) -> Option<u32> {
-        let d = u32::try_from(*distinct).ok().filter(|&d| d != UNSEEN)?;
-        *distinct += 1;
-        Some(d)
-    }
-
-    pub(crate) fn num_distinct(&self) -> u32 {
-        // push_prompt never lets the count grow past u32::MAX.
-        u32::try_from(self.distinct).unwrap_or(u32::MAX)
-    }
 }
 
 /// One parsed turn, in file order.
@@ -689,6 +558,7 @@ impl<'a> TraceBuilder<'a> {
             num_distinct_blocks,
             flat,
             warnings,
+            dependencies: Default::default(),
         })
     }
 }
@@ -1150,32 +1020,6 @@ impl Visitor<'_> for IdVisitor {
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
         Ok(Id(v))
-    }
-}
-
-/// Short description of a JSON value's type, for error messages.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("a boolean ({b})"),
-        Value::Number(n) => {
-            if n.is_u64() {
-                format!("the integer {n}")
-            } else if n.is_i64() {
-                format!("the negative integer {n}")
-            } else if n
-                .as_f64()
-                .is_some_and(|f| f.fract() == 0.0 && f.abs() >= 9.2e18)
-            {
-                // serde_json reads integers beyond 64 bits as floats.
-                format!("an integer out of the 64-bit range ({n})")
-            } else {
-                format!("the non-integer number {n}")
-            }
-        }
-        Value::String(_) => "a string".into(),
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "an object".into(),
     }
 }
 
@@ -2060,21 +1904,5 @@ mod tests {
             let slow = parse_slow(&text, timing);
             proptest::prop_assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
         }
-    }
-
-    #[test]
-    fn interner_direct_table_and_map_agree() {
-        // Ids below and above DIRECT_LIMIT interleaved keep the first-seen numbering.
-        let mut i = BlockInterner::default();
-        let big = DIRECT_LIMIT;
-        let a = i
-            .push_prompt([5, big, 5, u64::MAX, 0, big + 1, big])
-            .unwrap();
-        let b = i.push_prompt([DIRECT_LIMIT - 1, u64::MAX, 1]).unwrap();
-        assert_eq!(a, Content::Blocks { start: 0, len: 7 });
-        assert_eq!(b, Content::Blocks { start: 7, len: 3 });
-        assert_eq!(i.block_ids, [0, 1, 0, 2, 3, 4, 1, 5, 2, 6]);
-        assert_eq!(i.num_distinct(), 7);
-        assert!(i.direct.len() <= DIRECT_LIMIT as usize);
     }
 }
