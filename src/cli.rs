@@ -453,6 +453,9 @@ pub struct SweepArgs {
     /// No progress bar, no table, no summary line (errors and warnings still go to stderr).
     #[arg(long)]
     pub quiet: bool,
+    /// Run every simulation to the end, even one that certainly misses a `require` bound.
+    #[arg(long)]
+    pub no_early_stop: bool,
     /// After Ctrl-C or SIGTERM, seconds the running points get to finish before the leaderboards
     /// are written without them (keep it below the scheduler's kill delay, e.g. Slurm's KillWait).
     #[arg(long, default_value_t = 20.0, value_name = "S", value_parser = parse_seconds)]

@@ -62,6 +62,7 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
         print_output_dir: args.print_output_dir,
         max_points: args.max_points,
         quiet: args.quiet,
+        early_stop: !args.no_early_stop,
         stop_grace: Some(std::time::Duration::from_secs_f64(args.stop_grace)),
         progress_every: std::time::Duration::from_secs_f64(args.progress_every.max(0.1)),
     };

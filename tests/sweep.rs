@@ -71,6 +71,7 @@ fn comparable(m: &serde_json::Map<String, Value>) -> BTreeMap<String, Value> {
         "processed_tokens_per_s",
         "processed_output_tokens_per_s",
         "output_throughput_tok_s_per_gpu",
+        "request_throughput_rps_per_gpu",
     ];
     m.iter()
         .filter(|(k, _)| !HOST.contains(&k.as_str()))

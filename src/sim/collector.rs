@@ -226,6 +226,18 @@ impl Collector {
         r.terminal = now;
     }
 
+    /// What early stop sees of the requests that have arrived and may count (`countable`).
+    pub fn progress(&self, countable: &[bool], out: &mut Vec<super::early_stop::Progress>) {
+        for (r, _) in self.recs.iter().zip(countable).filter(|(_, c)| **c) {
+            if matches!(r.status, Status::Arrived | Status::Completed) {
+                out.push(super::early_stop::Progress {
+                    arrival: r.arrival,
+                    tokens: (r.n_out > 0).then_some((r.first_token, r.last_token)),
+                });
+            }
+        }
+    }
+
     pub fn finish(mut self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
         totals.num_requests = self.arrivals;
         self.tally.flush(&mut self.gaps);

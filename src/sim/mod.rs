@@ -9,6 +9,7 @@
 
 mod collector;
 pub mod driver;
+pub mod early_stop;
 
 use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
@@ -23,6 +24,7 @@ use crate::workload::sharing::PromptBlocks;
 use crate::workload::Workload;
 use collector::Collector;
 use driver::Driver;
+use early_stop::{StopBound, Stopped};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -152,7 +154,30 @@ struct Sim<'w> {
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
     start_order: Vec<u32>,
+    /// Bounds the run stops on once certainly missed (none: never checked).
+    early: EarlyCheck,
 }
+
+/// The early-stop state of a run (see [`early_stop`]): idle, and free, without bounds.
+#[derive(Default)]
+struct EarlyCheck {
+    bounds: Vec<StopBound>,
+    /// Timestamps until the next check.
+    countdown: u32,
+    /// Simulated time of the next check (whichever of the two comes first).
+    next_at: f64,
+    /// Requests that can count towards a bound (see [`early_stop`]).
+    countable: Vec<bool>,
+    n_max: u64,
+    gaps_max: u64,
+    scratch: Vec<early_stop::Progress>,
+    stopped: Option<Stopped>,
+}
+
+/// Timestamps between two early-stop checks (each check reads every request once)...
+const EARLY_CHECK_EVERY: u32 = 512;
+/// ... or simulated milliseconds, whichever comes first (an overloaded run has few, long passes).
+const EARLY_CHECK_MS: f64 = 5000.0;
 
 /// How the simulation is carried out; results never depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +226,32 @@ pub fn simulate_prepared(
     sim.run()?;
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(sim.finish(wall_ms))
+}
+
+/// [`simulate_prepared`] that stops as soon as one of `bounds` is certainly missed (see
+/// [`early_stop`]): `Ok(Err(stopped))` then, with no report. Without bounds it is
+/// `simulate_prepared`.
+pub fn simulate_bounded(
+    workload: &Workload,
+    prompts: Option<&PromptBlocks>,
+    cfg: &SimConfig,
+    opts: SimOptions,
+    bounds: &[StopBound],
+) -> Result<Result<SimOutput, Stopped>, SimError> {
+    let started = std::time::Instant::now();
+    let bs = cfg.topology.block_size().max(1);
+    let prompts = match prompts {
+        Some(p) if p.block_size() == bs => Cow::Borrowed(p),
+        _ => Cow::Owned(PromptBlocks::new(workload, bs)),
+    };
+    let mut sim = Sim::new(workload, prompts, cfg, opts)?;
+    sim.arm_early_stop(bounds);
+    sim.run()?;
+    if let Some(stopped) = sim.early.stopped.take() {
+        return Ok(Err(stopped));
+    }
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(Ok(sim.finish(wall_ms)))
 }
 
 fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
@@ -383,6 +434,7 @@ impl<'w> Sim<'w> {
             driver: Driver::new(&cfg.load),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
+            early: EarlyCheck::default(),
         })
     }
 
@@ -454,8 +506,94 @@ impl<'w> Sim<'w> {
                     break;
                 }
             }
+            if !self.early.bounds.is_empty() && self.early_stop_due() {
+                break;
+            }
         }
         Ok(())
+    }
+
+    /// Arms early stop for `bounds` (never under a time cap, where in-flight requests at the
+    /// cap leave the distributions).
+    fn arm_early_stop(&mut self, bounds: &[StopBound]) {
+        if bounds.is_empty() || self.cfg.max_sim_time_ms.is_some() {
+            return;
+        }
+        // A request counts unless some worker may refuse it (prompt larger than its KV pool, or
+        // not shorter than max_model_len) or it asks for no output (no tokens, no latency).
+        let mut limits: Vec<(u32, u64, Option<u64>)> = Vec::new();
+        for w in &self.workers {
+            for r in &w.ranks {
+                limits.push((r.block_size().max(1), r.capacity_blocks() as u64, None));
+            }
+        }
+        let max_len = match &self.cfg.topology {
+            Topology::Aggregated { engine, .. } => engine.max_model_len,
+            Topology::Disaggregated {
+                prefill, decode, ..
+            } => match (prefill.max_model_len, decode.max_model_len) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        };
+        self.early.countable = self
+            .w
+            .requests
+            .iter()
+            .map(|r| {
+                r.output_length > 0
+                    && max_len.is_none_or(|m| (r.input_length as u64) < m)
+                    && limits
+                        .iter()
+                        // TRT-LLM also refuses a request whose prompt and output cannot
+                        // both fit: count only requests every engine type keeps.
+                        .all(|&(bs, cap, _)| {
+                            (r.input_length as u64 + r.output_length as u64).div_ceil(bs as u64)
+                                < cap
+                        })
+            })
+            .collect();
+        self.early.n_max = self.w.requests.len() as u64;
+        self.early.gaps_max = self
+            .w
+            .requests
+            .iter()
+            .map(|r| r.output_length.max(1) as u64)
+            .sum();
+        self.early.bounds = bounds.to_vec();
+        self.early.countdown = EARLY_CHECK_EVERY;
+        self.early.next_at = EARLY_CHECK_MS;
+    }
+
+    /// Counts down to the next check; at a check, whether a bound is certainly missed.
+    fn early_stop_due(&mut self) -> bool {
+        self.early.countdown -= 1;
+        if self.early.countdown > 0 && self.now < self.early.next_at {
+            return false;
+        }
+        self.early.countdown = EARLY_CHECK_EVERY;
+        self.early.next_at = self.now + EARLY_CHECK_MS;
+        // Tokens of a running stride are recorded when it ends: none of them precedes its
+        // first pass end.
+        let safe_now = self
+            .workers
+            .iter()
+            .filter(|w| w.stride_passes > 0)
+            .filter_map(|w| w.stride_ends.first().copied())
+            .fold(self.now, f64::min);
+        let mut scratch = std::mem::take(&mut self.early.scratch);
+        scratch.clear();
+        self.col.progress(&self.early.countable, &mut scratch);
+        self.early.stopped = early_stop::first_missed(
+            &self.early.bounds,
+            &scratch,
+            self.early.n_max,
+            self.early.gaps_max,
+            safe_now,
+            self.now,
+        );
+        self.early.scratch = scratch;
+        self.early.stopped.is_some()
     }
 
     fn dead_end(&self, wi: usize) -> SimError {

@@ -139,6 +139,8 @@ mod tests {
             configuration: None,
             workload: None,
             report: status.ran().then(Default::default),
+            stopped_on: None,
+            search: None,
         }
     }
 

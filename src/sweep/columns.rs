@@ -24,6 +24,28 @@ pub fn key_metrics(rank_by: &[Objective], require: &[Bound], pareto: &[Objective
     out
 }
 
+/// The key metrics of a spec: a capacity search's answer first (the capacity, its bracket and
+/// the per-GPU throughput there), then [`key_metrics`].
+pub fn spec_key_metrics(spec: &super::spec::Spec) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if spec.search.is_some() {
+        out.extend(
+            [
+                "capacity",
+                "capacity_bracket_high",
+                "request_throughput_rps_per_gpu",
+            ]
+            .map(String::from),
+        );
+    }
+    for m in key_metrics(&spec.rank_by, &spec.require, &spec.pareto) {
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 /// `all` (sorted metric names) with the `key` metrics first, in their order; each name once.
 /// Key metrics no row has are left out.
 pub fn ordered_metrics(key: &[String], all: &[String]) -> Vec<String> {

@@ -5,9 +5,9 @@
 //! never depends on scheduling, on `-j`, or on how the points were split across shards.
 
 use super::columns;
-use super::record::{PointRecord, Status, DYNOSIM_VERSION};
+use super::record::{PointRecord, SearchOutcome, Status, DYNOSIM_VERSION};
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
-use super::values::{cell, float_text};
+use super::values::{cell, float_text, value_text};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
@@ -20,6 +20,8 @@ pub struct Row<'a> {
     pub rank: Option<u64>,
     /// On the Pareto front (`ok` points only); `None` for points that did not run.
     pub pareto: Option<bool>,
+    /// With `group_by`: the group the row is ranked in, e.g. `workload.arrival_speedup_ratio=2`.
+    pub group: Option<String>,
 }
 
 /// `ok` or `infeasible` for a simulated point, with the violated bounds as the reason.
@@ -120,42 +122,96 @@ pub fn pareto_front(recs: &[&PointRecord], objectives: &[Objective]) -> Vec<bool
     on
 }
 
-/// Ranks records: `ok` by `rank_by`, then `infeasible` by `rank_by`, then the rest by point id.
+/// Ranks records: points that meet every bound (`ok`, `above_range`) by `rank_by`, then those
+/// that miss one (`infeasible`, `below_range`) by `rank_by`, then the rest by point id.
 pub fn rank<'a>(
     records: &'a [PointRecord],
     rank_by: &[Objective],
     pareto: &[Objective],
 ) -> Vec<Row<'a>> {
-    let mut ok: Vec<&PointRecord> = records.iter().filter(|r| r.status == Status::Ok).collect();
-    let mut infeasible: Vec<&PointRecord> = records
+    rank_grouped(records, rank_by, pareto, &[])
+}
+
+/// The group label of a record under `group_by` (the parameters' values, in order).
+pub fn group_label(rec: &PointRecord, group_by: &[String]) -> String {
+    group_by
         .iter()
-        .filter(|r| r.status == Status::Infeasible)
-        .collect();
-    let mut rest: Vec<&PointRecord> = records.iter().filter(|r| !r.status.ran()).collect();
-    ok.sort_by(|a, b| compare(a, b, rank_by));
-    infeasible.sort_by(|a, b| compare(a, b, rank_by));
-    rest.sort_by_key(|r| r.point);
-    let front = pareto_front(&ok, pareto);
+        .map(|p| {
+            let v = rec.parameters.get(p).map(value_text).unwrap_or_default();
+            format!("{p}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// [`rank`] within each group of `group_by` (no groups when empty): groups in order of their
+/// lowest point id, ranks and Pareto fronts restarting in each; the points that did not run
+/// come last, by point id.
+pub fn rank_grouped<'a>(
+    records: &'a [PointRecord],
+    rank_by: &[Objective],
+    pareto: &[Objective],
+    group_by: &[String],
+) -> Vec<Row<'a>> {
+    let grouped = !group_by.is_empty();
+    let label = |r: &PointRecord| grouped.then(|| group_label(r, group_by));
+    // Groups in order of first appearance by point id.
+    let mut by_point: Vec<&PointRecord> = records.iter().collect();
+    by_point.sort_by_key(|r| r.point);
+    let mut groups: Vec<Option<String>> = Vec::new();
+    for r in &by_point {
+        let g = label(r);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
     let mut rows = Vec::with_capacity(records.len());
-    for (i, r) in ok.iter().enumerate() {
-        rows.push(Row {
-            rec: r,
-            rank: Some(rows.len() as u64 + 1),
-            pareto: Some(front[i]),
-        });
+    for g in &groups {
+        let in_group = |r: &&PointRecord| label(r) == *g;
+        let mut ok: Vec<&PointRecord> = by_point
+            .iter()
+            .copied()
+            .filter(in_group)
+            .filter(|r| r.status.feasible() == Some(true))
+            .collect();
+        let mut infeasible: Vec<&PointRecord> = by_point
+            .iter()
+            .copied()
+            .filter(in_group)
+            .filter(|r| r.status.feasible() == Some(false))
+            .collect();
+        ok.sort_by(|a, b| compare(a, b, rank_by));
+        infeasible.sort_by(|a, b| compare(a, b, rank_by));
+        let front = pareto_front(&ok, pareto);
+        let mut n = 0u64;
+        for (i, r) in ok.iter().enumerate() {
+            n += 1;
+            rows.push(Row {
+                rec: r,
+                rank: Some(n),
+                pareto: Some(front[i]),
+                group: g.clone(),
+            });
+        }
+        for r in infeasible {
+            n += 1;
+            rows.push(Row {
+                rec: r,
+                rank: Some(n),
+                pareto: Some(false),
+                group: g.clone(),
+            });
+        }
     }
-    for r in infeasible {
-        rows.push(Row {
-            rec: r,
-            rank: Some(rows.len() as u64 + 1),
-            pareto: Some(false),
-        });
-    }
-    for r in rest {
+    for r in by_point
+        .into_iter()
+        .filter(|r| r.status.feasible().is_none())
+    {
         rows.push(Row {
             rec: r,
             rank: None,
             pareto: None,
+            group: label(r),
         });
     }
     rows
@@ -174,6 +230,9 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
     keys
 }
 
+/// The columns a capacity search adds before `gpus`.
+pub const SEARCH_COLUMNS: [&str; 3] = ["capacity", "capacity_bracket_high", "probes"];
+
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
 /// `gpus`, the `key` metrics (see [`columns::key_metrics`]), then every other metric sorted.
 pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<u8> {
@@ -181,11 +240,19 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
+    let grouped = rows.iter().any(|r| r.group.is_some());
+    let searched = rows.iter().any(|r| r.rec.search.is_some());
     let mut header: Vec<String> = ["rank", "point", "status", "feasible", "pareto", "reason"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    if grouped {
+        header.insert(1, "group".into());
+    }
     header.extend(param_columns.iter().cloned());
+    if searched {
+        header.extend(SEARCH_COLUMNS.iter().map(|s| s.to_string()));
+    }
     header.push("gpus".into());
     header.extend(metrics.iter().cloned());
     // Writing to a Vec cannot fail.
@@ -194,17 +261,26 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
         let r = row.rec;
         let mut fields: Vec<String> = Vec::with_capacity(header.len());
         fields.push(row.rank.map(|n| n.to_string()).unwrap_or_default());
+        if grouped {
+            fields.push(row.group.clone().unwrap_or_default());
+        }
         fields.push(r.point.to_string());
         fields.push(r.status.as_str().to_string());
-        fields.push(match r.status {
-            Status::Ok => "true".into(),
-            Status::Infeasible => "false".into(),
-            _ => String::new(),
-        });
+        fields.push(
+            r.status
+                .feasible()
+                .map(|f| f.to_string())
+                .unwrap_or_default(),
+        );
         fields.push(row.pareto.map(|b| b.to_string()).unwrap_or_default());
         fields.push(r.reason.clone().unwrap_or_default());
         for c in param_columns {
             fields.push(cell(r.parameters.get(c)));
+        }
+        if searched {
+            for c in SEARCH_COLUMNS {
+                fields.push(r.metric(c).map(float_text).unwrap_or_default());
+            }
         }
         fields.push(r.gpus.map(|g| g.to_string()).unwrap_or_default());
         for m in &metrics {
@@ -268,6 +344,8 @@ struct JsonRow<'a> {
     configuration: &'a Option<Value>,
     feasible: Option<bool>,
     gpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
     hash: &'a str,
     parameters: &'a Map<String, Value>,
     pareto: Option<bool>,
@@ -275,6 +353,8 @@ struct JsonRow<'a> {
     rank: Option<u64>,
     reason: &'a Option<String>,
     report: &'a Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: &'a Option<SearchOutcome>,
     status: Status,
     workload: &'a Option<Value>,
 }
@@ -288,12 +368,9 @@ impl Serialize for JsonRows<'_, '_> {
             let r = row.rec;
             JsonRow {
                 configuration: &r.configuration,
-                feasible: match r.status {
-                    Status::Ok => Some(true),
-                    Status::Infeasible => Some(false),
-                    _ => None,
-                },
+                feasible: r.status.feasible(),
                 gpus: r.gpus,
+                group: row.group.as_deref(),
                 hash: &r.hash,
                 parameters: &r.parameters,
                 pareto: row.pareto,
@@ -301,6 +378,7 @@ impl Serialize for JsonRows<'_, '_> {
                 rank: row.rank,
                 reason: &r.reason,
                 report: &r.report,
+                search: &r.search,
                 status: r.status,
                 workload: &r.workload,
             }
@@ -385,6 +463,8 @@ mod tests {
             configuration: None,
             workload: None,
             report: report.as_object().cloned(),
+            stopped_on: None,
+            search: None,
         }
     }
 

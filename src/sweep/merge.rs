@@ -246,6 +246,7 @@ pub(crate) fn merge_dirs(
     .map_err(io)?;
     let lines: Vec<u8> = records.iter().flat_map(record_line).collect();
     write_atomic(&out.join(POINTS_FILE), &lines).map_err(io)?;
+    super::capacity::merge_probes(shards.iter().map(|s| s.dir.as_path()), out).map_err(io)?;
     // MISSING first: a partial merge is never seen without its mark, even if killed here.
     let missing_path = out.join(MISSING_FILE);
     if missing.is_empty() {

@@ -16,6 +16,7 @@
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
 pub mod archive;
+pub mod capacity;
 pub mod columns;
 pub mod console;
 pub mod execute;
@@ -60,6 +61,8 @@ pub struct SweepOptions {
     pub max_points: u64,
     /// `--quiet`: no progress bar, no table.
     pub quiet: bool,
+    /// Stop a simulation once it certainly misses a `require` bound (off: `--no-early-stop`).
+    pub early_stop: bool,
     /// `--stop-grace S`: after Ctrl-C or SIGTERM, how long running points may take to finish
     /// before the leaderboards are written without them and the process exits (none: wait).
     pub stop_grace: Option<std::time::Duration>,
@@ -80,6 +83,7 @@ impl SweepOptions {
             print_output_dir: false,
             max_points: DEFAULT_MAX_POINTS,
             quiet: false,
+            early_stop: true,
             stop_grace: None,
             progress_every: DEFAULT_PROGRESS_EVERY,
         }
@@ -96,6 +100,9 @@ pub struct SweepOutcome {
     pub skipped: u64,
     pub invalid: u64,
     pub failed: u64,
+    /// Capacity search: points that miss a bound at the knob's low / meet every bound at its high.
+    pub below_range: u64,
+    pub above_range: u64,
     /// Points taken from an earlier run (`--resume`).
     pub reused: u64,
     /// Points not simulated (interrupted, or a dry run).
@@ -127,6 +134,12 @@ impl SweepOutcome {
             "{} points: {} ok, {} infeasible, {} skipped, {} invalid, {} failed",
             self.points, self.ok, self.infeasible, self.skipped, self.invalid, self.failed
         );
+        if self.below_range + self.above_range > 0 {
+            s.push_str(&format!(
+                ", {} below_range, {} above_range",
+                self.below_range, self.above_range
+            ));
+        }
         if self.reused > 0 {
             s.push_str(&format!(" ({} from the earlier run)", self.reused));
         }

@@ -36,6 +36,10 @@ pub enum Status {
     Invalid,
     /// The simulation returned an error or panicked.
     Failed,
+    /// Capacity search: misses a bound even at the knob's `low`.
+    BelowRange,
+    /// Capacity search: meets every bound even at the knob's `high`.
+    AboveRange,
 }
 
 impl Status {
@@ -46,12 +50,26 @@ impl Status {
             Status::Skipped => "skipped",
             Status::Invalid => "invalid",
             Status::Failed => "failed",
+            Status::BelowRange => "below_range",
+            Status::AboveRange => "above_range",
         }
     }
 
-    /// Whether the point was simulated to the end (has a report).
+    /// Whether the point was simulated (a report, or a proof that it misses a bound).
     pub fn ran(self) -> bool {
-        matches!(self, Status::Ok | Status::Infeasible)
+        matches!(
+            self,
+            Status::Ok | Status::Infeasible | Status::BelowRange | Status::AboveRange
+        )
+    }
+
+    /// Whether the point meets every `require` bound (a capacity search: at its capacity).
+    pub fn feasible(self) -> Option<bool> {
+        match self {
+            Status::Ok | Status::AboveRange => Some(true),
+            Status::Infeasible | Status::BelowRange => Some(false),
+            _ => None,
+        }
     }
 }
 
@@ -78,6 +96,31 @@ pub struct PointRecord {
     /// The full report (DynoSim's keys plus `output_throughput_tok_s_per_gpu`).
     #[serde(default)]
     pub report: Option<Map<String, Value>>,
+    /// The `require` bound a simulation stopped early on (no report then): a resumed sweep
+    /// reuses the point only while it still requires at least as much.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_on: Option<StoppedOn>,
+    /// A capacity search's answer for this point (its report is the run at `capacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchOutcome>,
+}
+
+/// What a capacity search found for one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchOutcome {
+    /// The highest knob value that met every bound (none: `below_range`).
+    pub capacity: Option<f64>,
+    /// The lowest knob value that missed a bound (none: `above_range`).
+    pub bracket_high: Option<f64>,
+    /// Simulations run for the point (including those taken from an earlier run).
+    pub probes: u64,
+}
+
+/// The bound an early-stopped point certainly misses: `key <= max`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedOn {
+    pub key: String,
+    pub max: f64,
 }
 
 impl PointRecord {
@@ -98,16 +141,24 @@ impl PointRecord {
             configuration: serde_json::to_value(&p.config).ok(),
             workload: Some(identity.clone()),
             report: None,
+            stopped_on: None,
+            search: None,
         }
     }
 
-    /// Value of a metric for ranking: `gpus`, or a report key (non-finite values count as
-    /// missing).
+    /// Value of a metric for ranking: `gpus`, a capacity search's `capacity`,
+    /// `capacity_bracket_high` or `probes`, a report key, or a numeric parameter the grid sets
+    /// (non-finite values count as missing).
     pub fn metric(&self, key: &str) -> Option<f64> {
-        let v = if key == "gpus" {
-            self.gpus.map(|g| g as f64)
-        } else {
-            self.report.as_ref()?.get(key)?.as_f64()
+        let v = match key {
+            "gpus" => self.gpus.map(|g| g as f64),
+            "capacity" => self.search.as_ref()?.capacity,
+            "capacity_bracket_high" => self.search.as_ref()?.bracket_high,
+            "probes" => self.search.as_ref().map(|s| s.probes as f64),
+            _ => match self.report.as_ref().and_then(|r| r.get(key)) {
+                Some(v) => v.as_f64(),
+                None => self.parameters.get(key)?.as_f64(),
+            },
         };
         v.filter(|x| x.is_finite())
     }
@@ -217,18 +268,33 @@ pub fn write_atomic_with(
     result
 }
 
-/// What reading `points.jsonl` found.
-#[derive(Debug, Default)]
-pub struct PointsFile {
-    pub records: Vec<PointRecord>,
+/// What reading `points.jsonl` (or another file of JSON lines) found.
+#[derive(Debug)]
+pub struct PointsFile<T = PointRecord> {
+    pub records: Vec<T>,
     /// A last line without its newline (cut short by a kill): ignored.
     pub truncated_tail: bool,
     /// Complete lines that did not parse: ignored.
     pub bad_lines: Vec<usize>,
 }
 
+impl<T> Default for PointsFile<T> {
+    fn default() -> Self {
+        PointsFile {
+            records: Vec::new(),
+            truncated_tail: false,
+            bad_lines: Vec::new(),
+        }
+    }
+}
+
 /// Parses `points.jsonl` text: complete lines only.
 pub fn parse_points(text: &str) -> PointsFile {
+    parse_points_with(text)
+}
+
+/// Parses JSON-lines text into `T`s: complete lines only.
+pub fn parse_points_with<T: serde::de::DeserializeOwned>(text: &str) -> PointsFile<T> {
     let mut out = PointsFile::default();
     let mut rest = text;
     let mut line_no = 0;
@@ -243,7 +309,7 @@ pub fn parse_points(text: &str) -> PointsFile {
         if line.is_empty() {
             continue;
         }
-        match serde_json::from_str::<PointRecord>(line) {
+        match serde_json::from_str::<T>(line) {
             Ok(r) => out.records.push(r),
             Err(_) => out.bad_lines.push(line_no),
         }
@@ -290,9 +356,13 @@ impl PointsWriter {
     }
 
     pub fn append(&self, r: &PointRecord) -> io::Result<()> {
-        let line = record_line(r);
+        self.append_line(&record_line(r))
+    }
+
+    /// Appends one complete line (with its newline).
+    pub fn append_line(&self, line: &[u8]) -> io::Result<()> {
         let mut f = self.file.lock();
-        f.write_all(&line)?;
+        f.write_all(line)?;
         f.flush()
     }
 }
@@ -328,6 +398,8 @@ mod tests {
                 serde_json::from_str(r#"{"output_throughput_tok_s": 10.5, "wall_time_ms": 3, "completed_requests": 7}"#)
                     .unwrap(),
             ),
+            stopped_on: None,
+            search: None,
         }
     }
 

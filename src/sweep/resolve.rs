@@ -131,6 +131,24 @@ pub struct ResolvedPoint {
     pub workload: WorkloadSource,
     pub gpus: u64,
     pub verdict: Verdict,
+    /// The lowest point id of the whole grid with the identical resolved configuration and
+    /// workload, when that is another point: this one is simulated once, as that one.
+    pub duplicate_of: Option<u64>,
+}
+
+impl ResolvedPoint {
+    /// What makes two points the same simulation: the resolved configuration and workload,
+    /// without what the simulation never reads (the KV router's settings under round robin).
+    pub fn identity_key(&self) -> String {
+        let mut effective = self.config.clone();
+        if effective.router_mode == RouterMode::RoundRobin {
+            effective.router = RouterConfig::default();
+        }
+        let config = serde_json::to_value(&effective).unwrap_or(Value::Null);
+        super::spec::sha256_hex(
+            format!("{}\n{}", canonical_json(&config), self.workload.cache_key()).as_bytes(),
+        )
+    }
 }
 
 /// Sets `keys` (a dotted path) in a JSON object, creating nested objects on the way.
@@ -603,6 +621,7 @@ impl<'s> Resolver<'s> {
             workload: source,
             gpus,
             verdict,
+            duplicate_of: None,
         })
     }
 }

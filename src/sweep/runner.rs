@@ -11,11 +11,11 @@ use super::leaderboard::{self, classify, compare, Meta};
 use super::progress::Progress;
 use super::record::{
     file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
-    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
-    POINTS_FILE, SPEC_FILE,
+    PointRecord, PointsWriter, Status, StoppedOn, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE,
+    META_FILE, POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
-use super::spec::{load_spec, Spec};
+use super::spec::{load_spec, Bound, Spec};
 use super::values::value_text;
 use super::{columns, console, html, markdown};
 use super::{SweepError, SweepOptions, SweepOutcome};
@@ -24,6 +24,7 @@ use crate::config::limits::{
 };
 use crate::config::SimConfig;
 use crate::error::{InputError, SimError};
+use crate::sim::early_stop::{StopBound, Stopped};
 use crate::sim::SimOutput;
 use crate::workload::formats::TraceSpec;
 use crate::workload::sharing::PromptBlocks;
@@ -43,6 +44,39 @@ pub(crate) struct Backend {
     pub simulate: fn(&Workload, &PromptBlocks, &SimConfig) -> Result<SimOutput, SimError>,
     pub load_trace: fn(&TraceSpec) -> Result<Workload, InputError>,
     pub generate: fn(&SyntheticSpec, u32) -> Result<Workload, InputError>,
+    /// The simulation with early stop on `require` bounds (`None`: `simulate`, to the end).
+    pub simulate_bounded: Option<BoundedSim>,
+}
+
+/// A simulation that stops once one of the bounds is certainly missed.
+pub(crate) type BoundedSim = fn(
+    &Workload,
+    &PromptBlocks,
+    &SimConfig,
+    &[StopBound],
+) -> Result<Result<SimOutput, Stopped>, SimError>;
+
+fn simulate_shared_bounded(
+    w: &Workload,
+    prompts: &PromptBlocks,
+    cfg: &SimConfig,
+    bounds: &[StopBound],
+) -> Result<Result<SimOutput, Stopped>, SimError> {
+    crate::sim::simulate_bounded(
+        w,
+        Some(prompts),
+        cfg,
+        crate::sim::SimOptions::default(),
+        bounds,
+    )
+}
+
+/// The `require` bounds a simulation can be stopped on (see `sim::early_stop`).
+pub(crate) fn stop_bounds(require: &[Bound]) -> Vec<StopBound> {
+    require
+        .iter()
+        .filter_map(|b| b.max.and_then(|m| StopBound::parse(&b.metric, m)))
+        .collect()
 }
 
 /// The real simulation, with the workload's prompt blocks computed once for all its points.
@@ -58,10 +92,11 @@ pub(crate) const REAL_BACKEND: Backend = Backend {
     simulate: simulate_shared,
     load_trace: TraceSpec::load,
     generate: crate::workload::synthetic::generate,
+    simulate_bounded: Some(simulate_shared_bounded),
 };
 
 /// Checks `--shard K/N`.
-fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
+pub(crate) fn check_shard(shard: Option<(u32, u32)>) -> Result<Option<(u32, u32)>, SweepError> {
     match shard {
         Some((k, n)) if n == 0 || k >= n => Err(SweepError::Input(InputError::new(format!(
             "--shard {k}/{n}: expected K/N with 0 <= K < N"
@@ -144,8 +179,15 @@ pub(crate) fn resolve_points(
 ) -> Result<Vec<ResolvedPoint>, SweepError> {
     let mut resolver = Resolver::new(spec);
     let mut points = Vec::new();
+    // First point of every distinct simulation over the whole grid (so that a shard names the
+    // same duplicates as a whole run).
+    let mut first: HashMap<String, u64> = HashMap::new();
     for id in 0..total {
-        let p = resolver.resolve(id)?;
+        let mut p = resolver.resolve(id)?;
+        if p.verdict == Verdict::Run {
+            let leader = *first.entry(p.identity_key()).or_insert(id);
+            p.duplicate_of = (leader != id).then_some(leader);
+        }
         if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
             points.push(p);
         }
@@ -173,10 +215,16 @@ pub(crate) fn dry_run_text(
 ) -> String {
     let width = points.last().map(|p| p.id.to_string().len()).unwrap_or(1);
     let mut out = String::new();
-    let (mut skipped, mut invalid) = (0, 0);
+    let (mut skipped, mut invalid, mut duplicates) = (0, 0, 0);
     for p in points {
         let (status, why) = match &p.verdict {
-            Verdict::Run => ("", String::new()),
+            Verdict::Run => match p.duplicate_of {
+                Some(n) => {
+                    duplicates += 1;
+                    ("", format!("  (same as point {n})"))
+                }
+                None => ("", String::new()),
+            },
             Verdict::Skipped(r) => {
                 skipped += 1;
                 ("skipped", format!("  ({r})"))
@@ -196,8 +244,13 @@ pub(crate) fn dry_run_text(
         Some((k, n)) => format!(" in shard {k}/{n} of a {total}-point grid"),
         None => String::new(),
     };
+    let same = if duplicates > 0 {
+        format!(" ({duplicates} the same as an earlier point, simulated once)")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "{} points{scope}: {to_run} to run, {skipped} skipped, {invalid} invalid\n",
+        "{} points{scope}: {to_run} to run{same}, {skipped} skipped, {invalid} invalid\n",
         points.len()
     ));
     out
@@ -227,7 +280,7 @@ pub(crate) fn output_dir(spec: &Spec, opts: &SweepOptions) -> PathBuf {
 
 /// Refuses a non-empty output folder unless resuming; refuses a file in its place or on its
 /// path (found before anything is loaded or run; nothing is created here).
-fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
+pub(crate) fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SweepError::Input(InputError::new(format!(
             "output folder {} is a file",
@@ -269,7 +322,7 @@ fn check_output_dir(dir: &Path, resume: bool) -> Result<(), SweepError> {
     Ok(())
 }
 
-fn unwritable(dir: &Path, e: std::io::Error) -> SweepError {
+pub(crate) fn unwritable(dir: &Path, e: std::io::Error) -> SweepError {
     SweepError::Input(InputError::new(format!(
         "cannot write to output folder {}: {e}",
         dir.display()
@@ -294,23 +347,63 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A point's result from an earlier run of the same configuration, classified under today's
+/// `require`; `None` when it stopped early on a bound no longer required as strictly (it must
+/// run again).
+pub(crate) fn reuse(
+    mut rec: PointRecord,
+    prev: &PointRecord,
+    require: &[Bound],
+) -> Option<PointRecord> {
+    if let Some(on) = &prev.stopped_on {
+        let still = require
+            .iter()
+            .any(|b| b.metric == on.key && b.max.is_some_and(|m| m <= on.max));
+        if !still || prev.report.is_some() {
+            return None;
+        }
+        rec.status = Status::Infeasible;
+        rec.reason = prev.reason.clone();
+        rec.stopped_on = prev.stopped_on.clone();
+        return Some(rec);
+    }
+    rec.report = prev.report.clone();
+    let (status, reason) = classify(&rec, require);
+    rec.status = status;
+    rec.reason = reason;
+    Some(rec)
+}
+
 /// Simulates one point: a report (`ok`/`infeasible`), or `failed` on an error or a panic.
-fn run_one(
+pub(crate) fn run_one(
     mut rec: PointRecord,
     workload: &Workload,
     prompts: &OnceLock<PromptBlocks>,
     config: &SimConfig,
     spec: &Spec,
     backend: &Backend,
+    bounds: &[StopBound],
 ) -> PointRecord {
     let run = || {
         // Computed by the first point that needs it; the others wait for it and share it.
         let prompts =
             prompts.get_or_init(|| PromptBlocks::new(workload, config.topology.block_size()));
-        (backend.simulate)(workload, prompts, config)
+        match backend.simulate_bounded.filter(|_| !bounds.is_empty()) {
+            Some(bounded) => bounded(workload, prompts, config, bounds),
+            None => (backend.simulate)(workload, prompts, config).map(Ok),
+        }
     };
     match catch_unwind(AssertUnwindSafe(run)) {
-        Ok(Ok(out)) => {
+        Ok(Ok(Err(stopped))) => {
+            // Certainly infeasible: no report, rather than partial values shown as results.
+            rec.status = Status::Infeasible;
+            rec.reason = Some(stopped.reason());
+            rec.stopped_on = Some(StoppedOn {
+                key: stopped.key,
+                max: stopped.max,
+            });
+        }
+        Ok(Ok(Ok(out))) => {
             let mut report = match serde_json::to_value(&out.report) {
                 Ok(Value::Object(m)) => m,
                 _ => Default::default(),
@@ -325,6 +418,15 @@ fn run_one(
                 report.insert(
                     "output_throughput_tok_s_per_gpu".into(),
                     Value::from(thr / gpus as f64),
+                );
+            }
+            if let (Some(rps), true) = (
+                report.get("request_throughput_rps").and_then(Value::as_f64),
+                gpus > 0,
+            ) {
+                report.insert(
+                    "request_throughput_rps_per_gpu".into(),
+                    Value::from(rps / gpus as f64),
                 );
             }
             rec.report = Some(report);
@@ -388,6 +490,11 @@ fn refuse_oversized(
     *tasks = kept;
 }
 
+/// Printed for a spec with neither `require` nor `search`.
+pub(crate) const NOTHING_REQUIRED: &str = "dynosim: note: the spec has no `require`, so every \
+    simulated point is `ok` (nothing is required); add bounds such as require: {p99_ttft_ms: \
+    {max: 2000}} to tell deployments that serve the load from those that do not";
+
 /// The whole sweep; `stop` says when to stop starting points (Ctrl-C).
 pub(crate) fn run_with(
     opts: &SweepOptions,
@@ -397,6 +504,12 @@ pub(crate) fn run_with(
     let spec = load_spec(&opts.spec)?;
     let shard = check_shard(opts.shard)?;
     let total = checked_size(&spec, opts.max_points)?;
+    if spec.require.is_empty() && spec.search.is_none() && !opts.quiet {
+        eprintln!("{NOTHING_REQUIRED}");
+    }
+    if let Some(search) = &spec.search {
+        return super::capacity::run_search(opts, &spec, search, total, shard, backend, stop);
+    }
     let points = resolve_points(&spec, total, shard)?;
     let mut outcome = SweepOutcome {
         points: points.len() as u64,
@@ -455,6 +568,13 @@ pub(crate) fn run_with(
     let mut tasks: Vec<Task> = Vec::new();
     let mut workload_index: HashMap<String, usize> = HashMap::new();
     let mut sources: Vec<(WorkloadSource, u64)> = Vec::new();
+    // Duplicates of a point simulated in this run wait for its result.
+    let dup_of: HashMap<u64, u64> = points
+        .iter()
+        .filter_map(|p| p.duplicate_of.map(|l| (p.id, l)))
+        .collect();
+    let mut task_points: std::collections::HashSet<u64> = Default::default();
+    let mut followers: Vec<PointRecord> = Vec::new();
     for p in points {
         let identity = workload_identity(&p.workload, |path| {
             trace_sha.get(path).cloned().unwrap_or_default()
@@ -473,15 +593,18 @@ pub(crate) fn run_with(
                 Some(r.clone()),
             )),
             Verdict::Run => {
-                let mut rec = PointRecord::new(&p, &identity, Status::Failed, None);
+                let rec = PointRecord::new(&p, &identity, Status::Failed, None);
                 if let Some(prev) = reusable.get(rec.hash.as_str()) {
-                    rec.report = prev.report.clone();
-                    let (status, reason) = classify(&rec, &spec.require);
-                    rec.status = status;
-                    rec.reason = reason;
-                    settled.push(rec);
+                    if let Some(done) = reuse(rec.clone(), prev, &spec.require) {
+                        settled.push(done);
+                        continue;
+                    }
+                }
+                if p.duplicate_of.is_some_and(|l| task_points.contains(&l)) {
+                    followers.push(rec);
                     continue;
                 }
+                task_points.insert(p.id);
                 let key = p.workload.cache_key();
                 let w = *workload_index.entry(key).or_insert_with(|| {
                     sources.push((p.workload.clone(), p.id));
@@ -496,6 +619,12 @@ pub(crate) fn run_with(
         }
     }
     let reused = settled.iter().filter(|r| r.status.ran()).count();
+    same_as_leaders(&mut settled, Vec::new(), &dup_of);
+    let bounds = if opts.early_stop {
+        stop_bounds(&spec.require)
+    } else {
+        Vec::new()
+    };
 
     // Points whose simulation cannot fit in memory fail with a message instead of being killed
     // by the OS: synthetic workloads are judged before they are generated, traces once loaded.
@@ -627,14 +756,19 @@ pub(crate) fn run_with(
         .collect();
     let work = |t: usize| {
         let task = &tasks[t];
-        run_one(
+        let mut rec = run_one(
             task.rec.clone(),
             &workloads[task.workload],
             &prompt_blocks[&(task.workload, task.config.topology.block_size())],
             &task.config,
             &spec,
             backend,
-        )
+            &bounds,
+        );
+        if let Some(&l) = dup_of.get(&rec.point) {
+            rec.reason = Some(format!("same as point {l}"));
+        }
+        rec
     };
     let done = |rec: &PointRecord| {
         writer
@@ -723,6 +857,14 @@ pub(crate) fn run_with(
     let mut records = settled;
     records.extend(finished);
     records.sort_by_key(|r| r.point);
+    let copies = same_as_leaders(&mut records, followers, &dup_of);
+    for r in &copies {
+        writer.append(r).map_err(|e| {
+            SweepError::Io(format!("cannot append to {}: {e}", writer.path.display()))
+        })?;
+    }
+    records.extend(copies);
+    records.sort_by_key(|r| r.point);
     finish_sweep(
         &mut outcome,
         records,
@@ -761,6 +903,8 @@ fn finish_sweep(
             Status::Skipped => outcome.skipped += 1,
             Status::Invalid => outcome.invalid += 1,
             Status::Failed => outcome.failed += 1,
+            Status::BelowRange => outcome.below_range += 1,
+            Status::AboveRange => outcome.above_range += 1,
         }
     }
     outcome.output = Some(dir.to_path_buf());
@@ -818,6 +962,36 @@ fn keep_earlier_points(
     Ok(())
 }
 
+/// Duplicate points: the followers whose leader has a result get a copy of it, and every
+/// duplicate (also one simulated on its own, in another shard or an earlier run) says `same as
+/// point N`. Returns the copies.
+fn same_as_leaders(
+    records: &mut [PointRecord],
+    followers: Vec<PointRecord>,
+    dup_of: &HashMap<u64, u64>,
+) -> Vec<PointRecord> {
+    let same = |l: u64| Some(format!("same as point {l}"));
+    for r in records.iter_mut() {
+        if let Some(&l) = dup_of.get(&r.point) {
+            r.reason = same(l);
+        }
+    }
+    let mut copies = Vec::new();
+    for mut f in followers {
+        let l = dup_of[&f.point];
+        let Ok(i) = records.binary_search_by_key(&l, |r| r.point) else {
+            continue; // not run (interrupted)
+        };
+        let leader = &records[i];
+        f.status = leader.status;
+        f.report = leader.report.clone();
+        f.stopped_on = leader.stopped_on.clone();
+        f.reason = same(l);
+        copies.push(f);
+    }
+    copies
+}
+
 /// Writes `leaderboard.csv`, `leaderboard.json`, `leaderboard.md` and `report.html` (atomically)
 /// and prints the top-10 table.
 #[allow(clippy::too_many_arguments)]
@@ -831,7 +1005,7 @@ pub(crate) fn write_leaderboards(
     missing: &[u64],
     quiet: bool,
 ) -> Result<(), SweepError> {
-    let rows = leaderboard::rank(records, &spec.rank_by, &spec.pareto);
+    let rows = leaderboard::rank_grouped(records, &spec.rank_by, &spec.pareto, &spec.group_by);
     let columns = spec.param_columns();
     let io = |e: std::io::Error| {
         SweepError::Io(format!(
@@ -839,7 +1013,7 @@ pub(crate) fn write_leaderboards(
             dir.display()
         ))
     };
-    let key = columns::key_metrics(&spec.rank_by, &spec.require, &spec.pareto);
+    let key = columns::spec_key_metrics(spec);
     write_atomic(
         &dir.join(CSV_FILE),
         &leaderboard::csv_bytes(&rows, &columns, &key),

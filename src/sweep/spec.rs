@@ -38,6 +38,8 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "rank_by",
     "pareto",
     "output",
+    "search",
+    "group_by",
 ];
 
 /// Workload keys: the `dynosim run` workload flags with underscores.
@@ -124,6 +126,7 @@ const SCALAR_METRICS: &[&str] = &[
     "first_admission_prefix_cache_reused_ratio",
     // Added by the sweep.
     "output_throughput_tok_s_per_gpu",
+    "request_throughput_rps_per_gpu",
     "gpus",
 ];
 const DISTRIBUTIONS: &[&str] = &[
@@ -326,6 +329,40 @@ pub struct Spec {
     pub rank_by: Vec<Objective>,
     pub pareto: Vec<Objective>,
     pub output: Option<PathBuf>,
+    /// `search.capacity`: each point's highest load within `require`, instead of one run.
+    pub search: Option<CapacitySearch>,
+    /// `group_by`: parameter paths whose values split the ranking into groups.
+    pub group_by: Vec<String>,
+}
+
+/// The workload keys a capacity search may vary (more load = higher value).
+pub const CAPACITY_KNOBS: &[&str] = &[
+    "workload.arrival_speedup_ratio",
+    "workload.request_rate",
+    "workload.replay_concurrency",
+];
+
+/// `search.capacity`: for every grid point, the highest `knob` value in `[low, high]` at which
+/// the point meets every `require` bound, to within `precision` (relative).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacitySearch {
+    /// The parameter path, e.g. `workload.arrival_speedup_ratio`.
+    pub knob: String,
+    pub low: f64,
+    pub high: f64,
+    pub precision: f64,
+}
+
+impl CapacitySearch {
+    /// The workload key the knob sets.
+    pub fn workload_key(&self) -> &str {
+        self.knob.trim_start_matches("workload.")
+    }
+
+    /// Whether the knob takes whole values (bisected arithmetically, not geometrically).
+    pub fn integral(&self) -> bool {
+        self.knob == "workload.replay_concurrency"
+    }
 }
 
 impl Spec {
@@ -879,7 +916,9 @@ fn parse_objectives(
                 ))
             }
         };
-        check_metric(ctx, metric, &ipath, metrics, has_slo)?;
+        if parse_param_path(metric).is_err() || metrics.iter().any(|m| m == metric) {
+            check_metric(ctx, metric, &ipath, metrics, has_slo)?;
+        }
         out.push(Objective {
             maximize,
             metric: metric.to_string(),
@@ -983,6 +1022,8 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             },
         ],
         output: None,
+        search: None,
+        group_by: Vec::new(),
     };
     // Keys that need the slo (goodput metrics) are read after it.
     let mut deferred: Vec<(&str, &Yaml)> = Vec::new();
@@ -1094,7 +1135,7 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                     }
                 }
             }
-            "require" | "rank_by" | "pareto" => deferred.push((key, v)),
+            "require" | "rank_by" | "pareto" | "search" | "group_by" => deferred.push((key, v)),
             "output" => match v {
                 Yaml::String(s) if !s.is_empty() => spec.output = Some(PathBuf::from(s)),
                 _ => return Err(ctx.err("output", "expected a folder path")),
@@ -1107,8 +1148,11 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             }
         }
     }
-    let metrics = known_metrics();
+    let mut metrics = known_metrics();
     let has_slo = spec.sla.is_set();
+    // The search first: it changes the default ranking and adds its own columns as metrics.
+    deferred.sort_by_key(|(k, _)| *k != "search");
+    let mut rank_by_given = false;
     for (key, v) in deferred {
         match key {
             "require" => {
@@ -1158,8 +1202,23 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                     ));
                 }
                 spec.rank_by = objs;
+                rank_by_given = true;
             }
+            "search" => {
+                spec.search = Some(parse_search(&ctx, v)?);
+                metrics.extend(["capacity", "capacity_bracket_high", "probes"].map(String::from));
+            }
+            "group_by" => spec.group_by = parse_group_by(&ctx, v)?,
             _ => spec.pareto = parse_objectives(&ctx, v, key, &metrics, has_slo)?,
+        }
+    }
+    if let Some(s) = &spec.search {
+        check_search(&ctx, &spec, s)?;
+        if !rank_by_given {
+            spec.rank_by = vec![Objective {
+                maximize: true,
+                metric: "request_throughput_rps_per_gpu".into(),
+            }];
         }
     }
     // Two axes setting the same parameter would silently override each other.
@@ -1179,6 +1238,185 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
         }
     }
     Ok(spec)
+}
+
+/// `search: {capacity: {knob, low, high, precision}}`.
+fn parse_search(ctx: &Ctx, v: &Yaml) -> Result<CapacitySearch, InputError> {
+    let m = mapping(ctx, v, "search")?.ok_or_else(|| {
+        ctx.err(
+            "search",
+            "expected {capacity: {knob: .., low: .., high: ..}}",
+        )
+    })?;
+    let mut found = None;
+    for (k, cv) in m {
+        let k = key_str(ctx, k, "search")?;
+        if k != "capacity" {
+            return Err(ctx.err(
+                &join("search", k),
+                format!("unknown search{}", suggestion(k, &["capacity"])),
+            ));
+        }
+        found = Some(cv);
+    }
+    let cv = found.ok_or_else(|| {
+        ctx.err(
+            "search",
+            "expected {capacity: {knob: .., low: .., high: ..}}",
+        )
+    })?;
+    let path = "search.capacity";
+    let fields = mapping(ctx, cv, path)?.ok_or_else(|| {
+        ctx.err(
+            path,
+            "expected {knob: .., low: .., high: .., precision: ..}",
+        )
+    })?;
+    let (mut knob, mut low, mut high, mut precision) = (None, None, None, 0.02);
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    for (k, fv) in fields {
+        let k = key_str(ctx, k, path)?;
+        let fpath = join(path, k);
+        let j = yaml_to_json(ctx, fv, &fpath)?;
+        match k {
+            "knob" => {
+                let name = expect_choice(ctx, &j, &fpath, CAPACITY_KNOBS)?;
+                knob = Some(name.to_string());
+            }
+            "low" => {
+                low = Some(expect_float(
+                    ctx,
+                    &j,
+                    &fpath,
+                    "a finite number > 0",
+                    positive,
+                )?)
+            }
+            "high" => {
+                high = Some(expect_float(
+                    ctx,
+                    &j,
+                    &fpath,
+                    "a finite number > 0",
+                    positive,
+                )?)
+            }
+            "precision" => {
+                precision = expect_float(ctx, &j, &fpath, "a number > 0 and < 1 (relative)", |x| {
+                    x > 0.0 && x < 1.0
+                })?
+            }
+            _ => {
+                return Err(ctx.err(
+                    &fpath,
+                    format!(
+                        "unknown key{}",
+                        suggestion(k, &["knob", "low", "high", "precision"])
+                    ),
+                ))
+            }
+        }
+    }
+    let missing = |f: &str| ctx.err(path, format!("`{f}` is required"));
+    let knob = knob.ok_or_else(|| missing("knob"))?;
+    let low = low.ok_or_else(|| missing("low"))?;
+    let high = high.ok_or_else(|| missing("high"))?;
+    if low >= high {
+        return Err(ctx.err(
+            &join(path, "low"),
+            format!("low ({low}) must be below high ({high})"),
+        ));
+    }
+    if knob == "workload.replay_concurrency" {
+        for (name, x) in [("low", low), ("high", high)] {
+            if x.fract() != 0.0 {
+                return Err(ctx.err(
+                    &join(path, name),
+                    "expected a whole number of requests in flight",
+                ));
+            }
+        }
+    }
+    Ok(CapacitySearch {
+        knob,
+        low,
+        high,
+        precision,
+    })
+}
+
+/// A search needs `require`, a knob of the spec's workload type, and a grid that leaves the
+/// knob alone.
+fn check_search(ctx: &Ctx, spec: &Spec, s: &CapacitySearch) -> Result<(), InputError> {
+    if spec.require.is_empty() {
+        return Err(ctx.err(
+            "search.capacity",
+            "a capacity search looks for the most load that meets every `require` bound, but the \
+             spec has no `require` (add e.g. require: {p99_ttft_ms: {max: 2000}})",
+        ));
+    }
+    let trace = spec.workload.get("trace").is_some_and(|v| !v.is_null())
+        || spec
+            .axes
+            .iter()
+            .flat_map(|a| a.params())
+            .any(|p| p.path == "workload.trace");
+    let fits = match s.workload_key() {
+        "arrival_speedup_ratio" => trace,
+        "request_rate" => !trace,
+        _ => true,
+    };
+    if !fits {
+        let kind = if trace {
+            "a trace"
+        } else {
+            "a synthetic workload"
+        };
+        let use_instead = if trace {
+            "workload.arrival_speedup_ratio or workload.replay_concurrency"
+        } else {
+            "workload.request_rate or workload.replay_concurrency"
+        };
+        return Err(ctx.err(
+            "search.capacity.knob",
+            format!("`{}` does not apply to {kind}; use {use_instead}", s.knob),
+        ));
+    }
+    for a in &spec.axes {
+        if let Some(p) = a.params().into_iter().find(|p| overlaps(&p.path, &s.knob)) {
+            return Err(ctx.err(
+                &format!("grid.{}", a.name),
+                format!(
+                    "sets `{}`, the knob the capacity search varies; remove it from the grid",
+                    p.path
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `group_by: [parameter paths]`.
+fn parse_group_by(ctx: &Ctx, v: &Yaml) -> Result<Vec<String>, InputError> {
+    let items: Vec<&Yaml> = match v {
+        Yaml::Sequence(seq) => seq.iter().collect(),
+        Yaml::String(_) => vec![v],
+        Yaml::Null => vec![],
+        _ => return Err(ctx.err("group_by", "expected a list of parameter paths")),
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let ipath = format!("group_by[{i}]");
+        let Yaml::String(s) = item else {
+            return Err(ctx.err(
+                &ipath,
+                "expected a parameter path, e.g. workload.arrival_speedup_ratio",
+            ));
+        };
+        parse_param_path(s).map_err(|e| ctx.err(&ipath, e))?;
+        out.push(s.clone());
+    }
+    Ok(out)
 }
 
 /// Paths of every trace file the spec names (base workload and grid values), resolved against

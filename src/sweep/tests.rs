@@ -134,6 +134,7 @@ const BACKEND: Backend = Backend {
     simulate: fake_simulate,
     load_trace: fake_load_trace,
     generate: fake_generate,
+    simulate_bounded: None,
 };
 
 fn never() -> bool {

@@ -6,7 +6,7 @@
 
 pub mod charts;
 
-use super::columns::{key_metrics, ordered_metrics, short_number, short_value};
+use super::columns::{ordered_metrics, short_number, short_value, spec_key_metrics};
 use super::leaderboard::{metric_columns, pareto_front, Row};
 use super::record::{PointRecord, Status};
 use super::spec::{Objective, Spec};
@@ -443,7 +443,7 @@ fn table_section(out: &mut String, rows: &[Row], params: &[String], spec: &Spec)
         shown.len(),
         rows.len()
     );
-    let key = key_metrics(&spec.rank_by, &spec.require, &spec.pareto);
+    let key = spec_key_metrics(spec);
     let metrics = ordered_metrics(&key, &metric_columns(rows));
     out.push_str("<div class=\"table\"><table>\n<thead><tr>");
     let mut header: Vec<&str> = vec!["rank", "point", "status", "reason"];

@@ -1,0 +1,388 @@
+//! Sweep features that decide which simulations run and how rows compare: early stop on
+//! `require` bounds, capacity search, grouped ranking and duplicate points. Driven through the
+//! binary, as users call them.
+
+use assert_cmd::Command;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn dynosim() -> Command {
+    Command::cargo_bin("dynosim").expect("the dynosim binary")
+}
+
+fn data(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn read(p: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(p.as_ref()).unwrap_or_else(|e| panic!("{}: {e}", p.as_ref().display()))
+}
+
+/// The rows of a leaderboard CSV, by point id.
+fn rows(dir: &Path) -> BTreeMap<u64, BTreeMap<String, String>> {
+    let text = read(dir.join("leaderboard.csv"));
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    r.records()
+        .map(|rec| {
+            let row: BTreeMap<String, String> = header
+                .iter()
+                .cloned()
+                .zip(rec.unwrap().iter().map(str::to_string))
+                .collect();
+            (row["point"].parse().unwrap(), row)
+        })
+        .collect()
+}
+
+fn sweep(spec: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sweep",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    dynosim().args(&args).output().unwrap()
+}
+
+fn sweep_ok(spec: &Path, out: &Path, extra: &[&str]) {
+    let o = sweep(spec, out, extra);
+    assert!(
+        o.status.success(),
+        "sweep failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Early stop never changes a status: every point is `ok` or `infeasible` exactly as when run
+/// to the end, on bounds of every kind it can stop on (percentiles, max and means of TTFT,
+/// end-to-end latency and ITL), on a trace and on synthetic workloads.
+#[test]
+fn early_stop_keeps_every_status() {
+    let trace = data("tests/data/traces/conv_2k.jsonl.gz");
+    let specs = [
+        format!(
+            "workload: {{trace: {trace}, trace_block_size: 512}}\n\
+             engine: {{block_size: 64}}\n\
+             grid:\n  workload.arrival_speedup_ratio: [1, 4, 16]\n  num_workers: [1, 2]\n\
+             require: {{p99_ttft_ms: {{max: 2000}}, mean_itl_ms: {{max: 40}}}}\n"
+        ),
+        format!(
+            "workload: {{trace: {trace}, trace_block_size: 512}}\n\
+             engine: {{block_size: 64}}\n\
+             grid:\n  workload.arrival_speedup_ratio: [2, 8]\n  num_workers: [1, 2]\n  router_mode: [round_robin, kv_router]\n\
+             require: {{mean_ttft_ms: {{max: 1500}}, max_e2e_latency_ms: {{max: 60000}}}}\n"
+        ),
+        "workload: {input_tokens: 2048, output_tokens: 64, request_count: 300}\n\
+         grid:\n  workload.request_rate: [2, 8, 32]\n  num_workers: [1, 2]\n\
+         require: {median_e2e_latency_ms: {max: 3000}, p90_ttft_ms: {max: 800}}\n"
+            .to_string(),
+        "workload: {input_tokens: 512, output_tokens: 128, request_count: 200}\n\
+         grid:\n  workload.request_rate: [4, 64]\n  engine.max_num_seqs: [8, 256]\n\
+         require: {mean_itl_ms: {max: 20}, mean_e2e_latency_ms: {max: 4000}}\n"
+            .to_string(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut stopped = 0;
+    for (i, text) in specs.iter().enumerate() {
+        let spec = write_spec(dir.path(), &format!("s{i}.yaml"), text);
+        let early = dir.path().join(format!("early{i}"));
+        let full = dir.path().join(format!("full{i}"));
+        sweep_ok(&spec, &early, &[]);
+        sweep_ok(&spec, &full, &["--no-early-stop"]);
+        let (a, b) = (rows(&early), rows(&full));
+        assert_eq!(a.len(), b.len());
+        for (id, ra) in &a {
+            let rb = &b[id];
+            assert_eq!(
+                ra["status"], rb["status"],
+                "spec {i} point {id}: {ra:?} vs {rb:?}"
+            );
+            if ra["reason"].contains("stopped early") {
+                stopped += 1;
+                assert_eq!(ra["status"], "infeasible");
+                // No partial values presented as results.
+                let cell = |k: &str| ra.get(k).map(String::as_str).unwrap_or("");
+                assert_eq!(cell("mean_ttft_ms"), "", "spec {i} point {id}");
+                assert_eq!(cell("request_throughput_rps"), "");
+            } else if matches!(ra["status"].as_str(), "ok" | "infeasible") {
+                assert_eq!(ra.get("mean_ttft_ms"), rb.get("mean_ttft_ms"));
+            }
+        }
+    }
+    assert!(stopped >= 4, "only {stopped} points stopped early");
+}
+
+const SEARCH_SPEC: &str = "workload: {input_tokens: 1024, output_tokens: 32, request_count: 200}
+grid:
+  num_workers: [1, 2, 4]
+require: {p99_ttft_ms: {max: 300}}
+search:
+  capacity: {knob: workload.request_rate, low: 0.5, high: 400, precision: 0.05}
+";
+
+/// Capacity search: each point's capacity meets the bounds and the bracket's top misses them,
+/// within the precision; the result is the same on any thread count, from shards merged, and
+/// after `--resume`, which simulates nothing again.
+#[test]
+fn capacity_search_brackets_each_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "s.yaml", SEARCH_SPEC);
+    let a = dir.path().join("a");
+    sweep_ok(&spec, &a, &["-j", "2"]);
+    let board = rows(&a);
+    let probes = read(a.join("probes.jsonl"));
+    let probes: Vec<serde_json::Value> = probes
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut total = 0;
+    for (id, r) in &board {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        let cap: f64 = r["capacity"].parse().unwrap();
+        let high: f64 = r["capacity_bracket_high"].parse().unwrap();
+        assert!(cap < high && (high - cap) / cap <= 0.05, "{cap} {high}");
+        total += r["probes"].parse::<usize>().unwrap();
+        // The row's metrics are those of the probe at capacity, which met the bound.
+        let at = |v: f64| {
+            probes
+                .iter()
+                .find(|p| p["point"] == *id && p["value"].as_f64() == Some(v))
+                .unwrap_or_else(|| panic!("no probe of point {id} at {v}"))
+        };
+        assert_eq!(at(cap)["met"], true);
+        assert_eq!(at(high)["met"], false);
+        assert_eq!(
+            r["p99_ttft_ms"].parse::<f64>().unwrap(),
+            at(cap)["report"]["p99_ttft_ms"].as_f64().unwrap()
+        );
+        assert!(r["p99_ttft_ms"].parse::<f64>().unwrap() <= 300.0);
+        assert!(r["reason"].starts_with("at workload.request_rate = "));
+        assert!(r["request_throughput_rps_per_gpu"].parse::<f64>().unwrap() > 0.0);
+    }
+    assert_eq!(probes.len(), total);
+    // More workers carry more load.
+    let cap = |id: u64| board[&id]["capacity"].parse::<f64>().unwrap();
+    assert!(cap(0) < cap(1) && cap(1) < cap(2));
+
+    let csv = read(a.join("leaderboard.csv"));
+    let b = dir.path().join("b");
+    sweep_ok(&spec, &b, &["-j", "1"]);
+    assert_eq!(read(b.join("leaderboard.csv")), csv);
+    // Shards and merge.
+    for k in 0..2 {
+        sweep_ok(
+            &spec,
+            &dir.path().join(format!("sh{k}")),
+            &["--shard", &format!("{k}/2")],
+        );
+    }
+    let m = dir.path().join("m");
+    let o = dynosim()
+        .args(["merge", "-o", m.to_str().unwrap()])
+        .args([dir.path().join("sh0"), dir.path().join("sh1")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read(m.join("leaderboard.csv")), csv);
+    // The merged folder has every probe, so resuming there simulates nothing either.
+    let merged_probes = read(m.join("probes.jsonl"));
+    assert_eq!(merged_probes.lines().count(), total);
+    sweep_ok(&spec, &m, &["--resume"]);
+    assert_eq!(read(m.join("probes.jsonl")), merged_probes);
+    assert_eq!(read(m.join("leaderboard.csv")), csv);
+    // Resume: every probe is reused.
+    let before = read(a.join("probes.jsonl"));
+    sweep_ok(&spec, &a, &["--resume"]);
+    assert_eq!(read(a.join("probes.jsonl")), before);
+    assert_eq!(read(a.join("leaderboard.csv")), csv);
+}
+
+/// A point that misses a bound at `low` is `below_range`, one that meets every bound at `high`
+/// is `above_range`; the console table shows the capacity and bracket.
+#[test]
+fn capacity_outside_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SEARCH_SPEC
+        .replace("num_workers: [1, 2, 4]", "num_workers: [1, 4]")
+        .replace("low: 0.5, high: 400", "low: 40, high: 100");
+    let spec = write_spec(dir.path(), "s.yaml", &text);
+    let out = dir.path().join("o");
+    let o = dynosim()
+        .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap()
+            .contains("capacity  capacity_bracket_high  request_throughput_rps_per_gpu"),
+        "{stdout}"
+    );
+    let board = rows(&out);
+    assert_eq!(board[&0]["status"], "below_range");
+    assert_eq!(board[&0]["capacity"], "");
+    assert_eq!(board[&0]["capacity_bracket_high"], "40");
+    assert!(board[&0]["reason"].starts_with("misses a bound even at low 40: p99_ttft_ms"));
+    assert_eq!(board[&1]["status"], "above_range");
+    assert_eq!(board[&1]["capacity"], "100");
+    assert_eq!(board[&1]["capacity_bracket_high"], "");
+    assert_eq!(board[&1]["rank"], "1");
+}
+
+/// Bad searches stop before anything runs, with exit 2 and the path.
+#[test]
+fn bad_searches_name_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = data("data/mooncake_conversation_trace.jsonl.gz");
+    let synth = "workload: {input_tokens: 8, output_tokens: 8, request_count: 8}\n";
+    let req = "require: {p99_ttft_ms: {max: 1}}\n";
+    let cases = [
+        (
+            format!("workload: {{trace: {trace}}}\n{req}search: {{capacity: {{knob: workload.request_rate, low: 1, high: 2}}}}\n"),
+            "search.capacity.knob",
+        ),
+        (
+            format!("{synth}{req}search: {{capacity: {{knob: workload.arrival_speedup_ratio, low: 1, high: 2}}}}\n"),
+            "search.capacity.knob",
+        ),
+        (
+            format!("{synth}{req}search: {{capacity: {{knob: workload.request_rate, low: 2, high: 2}}}}\n"),
+            "search.capacity.low",
+        ),
+        (
+            format!("{synth}{req}search: {{capacity: {{knob: workload.request_rate, low: 0, high: 2}}}}\n"),
+            "search.capacity.low",
+        ),
+        (
+            format!("{synth}{req}grid: {{workload.request_rate: [1, 2]}}\nsearch: {{capacity: {{knob: workload.request_rate, low: 1, high: 2}}}}\n"),
+            "grid.workload.request_rate",
+        ),
+        (
+            format!("{synth}search: {{capacity: {{knob: workload.request_rate, low: 1, high: 2}}}}\n"),
+            "search.capacity: a capacity search looks for the most load that meets every `require` bound",
+        ),
+    ];
+    for (i, (text, path)) in cases.iter().enumerate() {
+        let spec = write_spec(dir.path(), &format!("bad{i}.yaml"), text);
+        let out = dir.path().join(format!("o{i}"));
+        let o = sweep(&spec, &out, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "case {i}: {err}");
+        assert!(
+            err.contains(&format!("bad{i}.yaml: {path}")),
+            "case {i}: {err}"
+        );
+        assert!(!out.exists(), "case {i} wrote its folder");
+    }
+}
+
+/// `group_by`: ranks restart in every group and a `group` column names it; `rank_by` may name
+/// a parameter path.
+#[test]
+fn group_by_ranks_within_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "g.yaml",
+        "workload: {input_tokens: 512, output_tokens: 16, request_count: 60}\n\
+         grid:\n  workload.request_rate: [5, 50]\n  num_workers: [1, 2, 4]\n\
+         group_by: [workload.request_rate]\n\
+         rank_by: [min num_workers]\n",
+    );
+    let out = dir.path().join("o");
+    sweep_ok(&spec, &out, &[]);
+    let text = read(out.join("leaderboard.csv"));
+    assert!(text.starts_with("rank,group,point,"), "{text}");
+    let order: Vec<(String, String, String)> = csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].to_string(), r[1].to_string(), r[2].to_string())
+        })
+        .collect();
+    let g = |v: &str| format!("workload.request_rate={v}");
+    assert_eq!(
+        order,
+        vec![
+            ("1".into(), g("5"), "0".into()),
+            ("2".into(), g("5"), "1".into()),
+            ("3".into(), g("5"), "2".into()),
+            ("1".into(), g("50"), "3".into()),
+            ("2".into(), g("50"), "4".into()),
+            ("3".into(), g("50"), "5".into()),
+        ]
+    );
+}
+
+/// Identical resolved configurations are simulated once: the dry run lists them, the second
+/// row says `same as point N` and carries the same metrics; a spec without `require` says why
+/// everything is `ok`.
+#[test]
+fn duplicate_points_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "d.yaml",
+        "workload: {input_tokens: 256, output_tokens: 16, request_count: 40, request_rate: 50}\n\
+         num_workers: 2\n\
+         grid:\n  router_mode: [round_robin, kv_router]\n  router.overlap_score_weight: [1, 2]\n",
+    );
+    let o = dynosim()
+        .args(["sweep", spec.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("(same as point 0)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 to run (1 the same as an earlier point, simulated once)"));
+    let out = dir.path().join("o");
+    let o = dynosim()
+        .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.contains("nothing is required"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let board = rows(&out);
+    assert_eq!(board[&1]["reason"], "same as point 0");
+    assert_eq!(
+        board[&3]["reason"], "",
+        "kv_router settings matter under kv_router"
+    );
+    let metrics = |r: &BTreeMap<String, String>| {
+        r.iter()
+            .filter(|(k, _)| k.ends_with("_ms") || k.ends_with("_rps"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(metrics(&board[&0]), metrics(&board[&1]));
+    // Simulated once: one line per point in points.jsonl, the copy included.
+    assert_eq!(read(out.join("points.jsonl")).lines().count(), 4);
+}
