@@ -342,6 +342,8 @@ mod tests {
 
     fn rec(point: u64, hash: &str, thr: f64) -> PointRecord {
         PointRecord {
+            search: None,
+            stopped_on: None,
             point,
             hash: hash.into(),
             status: Status::Ok,

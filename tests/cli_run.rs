@@ -153,10 +153,6 @@ fn unsupported_features_are_refused() {
             &["num_g2_blocks", "not supported"],
         ),
         (
-            "T --extra-engine-args {\"aic_backend\":\"vllm\"}",
-            &["aic_backend", "not supported"],
-        ),
-        (
             "T --router-config {\"router_prefill_load_model\":\"aic\"}",
             &["router_prefill_load_model", "not supported"],
         ),

@@ -235,10 +235,11 @@ constraints: {max_gpus: 2}
 output: "res/it's out"
 "#;
 
-/// Points of a few seconds each, to cancel while they run.
+/// Points of ten seconds or more each (on an idle 2-core machine), to cancel while they run:
+/// none can finish within the 1 s grace period the test gives.
 const SLOW_SPEC: &str = r#"
 name: slow
-workload: {input_tokens: 2000, output_tokens: 1000, request_count: 60000, request_rate: 50}
+workload: {input_tokens: 2000, output_tokens: 1000, request_count: 400000, request_rate: 50}
 engine: {block_size: 64}
 grid:
   num_workers: [1, 2, 3, 4]

@@ -255,6 +255,8 @@ mod tests {
 
     fn rec(point: u64, status: Status, report: Value) -> PointRecord {
         PointRecord {
+            search: None,
+            stopped_on: None,
             point,
             hash: format!("h{point}"),
             status,

@@ -99,6 +99,8 @@ mod tests {
             let mut params = Map::new();
             params.insert("router_mode".into(), json!("kv_router"));
             records.push(PointRecord {
+                search: None,
+                stopped_on: None,
                 point: i,
                 hash: format!("h{i}"),
                 status: if i == 3 {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::sweep::leaderboard::rank;
+use crate::sweep::record::SearchOutcome;
 use crate::sweep::spec::parse_spec;
 use serde_json::{json, Map};
 use std::path::Path;
@@ -39,6 +40,8 @@ fn record(point: u64, status: Status, workers: u64, ttft: f64) -> PointRecord {
         json!(10.0 * workers as f64),
     );
     PointRecord {
+        search: None,
+        stopped_on: None,
         point,
         hash: format!("h{point}"),
         status,
@@ -106,9 +109,11 @@ fn capacity_bars_when_the_rows_have_a_capacity() {
         record(1, Status::Ok, 4, 100.0),
     ];
     for (r, cap) in records.iter_mut().zip([6.0, 10.0]) {
-        let rep = r.report.as_mut().unwrap();
-        rep.insert(CAPACITY_METRIC.into(), json!(cap));
-        rep.insert(CAPACITY_HIGH_METRIC.into(), json!(cap * 1.25));
+        r.search = Some(SearchOutcome {
+            capacity: Some(cap),
+            bracket_high: Some(cap * 1.25),
+            probes: 7,
+        });
     }
     let rows = rank(&records, &spec.rank_by, &spec.pareto);
     let page = Page {
