@@ -383,8 +383,8 @@ fn hand_off_records_match(name: &str) {
 
 /// The SGLang engine (`engine_type: "sglang"`) against DynoSim 1.4.2's reports: synthetic and
 /// conversation-trace workloads, page sizes 1/16/32/64, the default 16 384-token pool running
-/// saturated, a small pool with chunking and a low conservativeness, prefix groups, LPM, and
-/// kv_router on two workers (deterministic in the reference, unlike three or more targets).
+/// saturated, a small pool with chunking and a low conservativeness, prefix groups, LPM, NPZ
+/// profile timing, and kv_router on two and three workers (no cost ties in these runs).
 #[test]
 fn sglang_configurations_match_the_reference() {
     let dir = root().join("tests/data/reference/sglang");
