@@ -720,7 +720,6 @@ mod tests {
     fn unmodelled_features_are_refused() {
         let cases = [
             json!({"engine_type": "sglang"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
             json!({"sglang": {}}),
             json!({"num_g2_blocks": 1000}),
             json!({"num_g3_blocks": 0}),
