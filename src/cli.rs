@@ -407,7 +407,8 @@ pub struct SweepArgs {
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Skip points already present in the output directory.
+    /// Skip points already finished in the output directory (earlier finished points this run
+    /// does not contain are kept in its points-archive.jsonl).
     #[arg(long)]
     pub resume: bool,
     /// Run only the points whose id % N == K (0 <= K < N), e.g. 0/4 .. 3/4.

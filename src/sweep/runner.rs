@@ -10,9 +10,9 @@ use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::progress::Progress;
 use super::record::{
-    file_sha256, record_line, workload_identity, write_atomic, write_atomic_with, PointRecord,
-    PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
-    SPEC_FILE,
+    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
+    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
+    POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
@@ -631,8 +631,6 @@ pub(crate) fn run_with(
             backend,
         )
     };
-    // What finished so far, for the grace-period watchdog.
-    let finished_so_far: Mutex<Vec<PointRecord>> = Mutex::new(Vec::new());
     let done = |rec: &PointRecord| {
         writer
             .append(rec)
@@ -648,9 +646,6 @@ pub(crate) fn run_with(
             }
         }
         bar.inc();
-        if opts.stop_grace.is_some() {
-            finished_so_far.lock().push(rec.clone());
-        }
         Ok(())
     };
     // Whoever writes the leaderboards first: the end of the run, or the grace-period watchdog.
@@ -658,9 +653,8 @@ pub(crate) fn run_with(
     let pool_done = AtomicBool::new(false);
     let finished = std::thread::scope(|ts| {
         if let Some(grace) = opts.stop_grace {
-            let (finalizing, pool_done, finished_so_far) =
-                (&finalizing, &pool_done, &finished_so_far);
-            let (settled, outcome, writer, dir, spec) = (&settled, &outcome, &writer, &dir, &spec);
+            let (finalizing, pool_done) = (&finalizing, &pool_done);
+            let (outcome, writer, dir, spec) = (&outcome, &writer, &dir, &spec);
             ts.spawn(move || {
                 let mut stopped_at: Option<Instant> = None;
                 while !pool_done.load(Ordering::SeqCst) {
@@ -676,10 +670,16 @@ pub(crate) fn run_with(
                         return;
                     }
                     *claim = true;
-                    // No line is appended to points.jsonl from here on.
+                    // No line is appended to points.jsonl from here on; it holds the settled
+                    // points and every finished one (read back rather than kept twice in memory).
                     let _held = writer.hold();
-                    let mut records = settled.clone();
-                    records.extend(finished_so_far.lock().iter().cloned());
+                    let mut records = match read_points(dir) {
+                        Ok(f) => f.records,
+                        Err(e) => {
+                            eprintln!("error: {}", unwritable(dir, e));
+                            std::process::exit(1);
+                        }
+                    };
                     records.sort_by_key(|r| r.point);
                     eprintln!(
                         "dynosim: the points still running did not finish within the {}s grace \
