@@ -454,6 +454,14 @@ fn build_topology(
                     prefill.dp_size, decode.dp_size
                 )));
             }
+            if prefill.engine_type != decode.engine_type {
+                return Err(err(format!(
+                    "disaggregated replay requires the same engine_type in \
+                     --prefill-engine-args and --decode-engine-args (got {} and {})",
+                    prefill.engine_type.display_name(),
+                    decode.engine_type.display_name()
+                )));
+            }
             if prefill.block_size != decode.block_size {
                 return Err(err(format!(
                     "disaggregated replay requires the same block_size in \
@@ -671,6 +679,15 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
         return Err(err(why).into());
     }
     for w in &workload.warnings {
+        eprintln!("warning: {w}");
+    }
+    for w in plan
+        .sim
+        .topology
+        .engines()
+        .iter()
+        .flat_map(|e| e.warnings())
+    {
         eprintln!("warning: {w}");
     }
     // Once loaded, its shareable prompt blocks are counted exactly (unless a quick bound of them
@@ -1046,7 +1063,7 @@ mod tests {
         ("t --extra-engine-args {", &["--extra-engine-args: invalid JSON", "column"]),
         ("t --extra-engine-args [1]", &["--extra-engine-args", "must be a JSON object"]),
         ("t --extra-engine-args {\"num_gpu_block\":5}", &["did you mean \"num_gpu_blocks\""]),
-        ("t --extra-engine-args {\"engine_type\":\"sglang\"}", &["not supported by dynosim yet"]),
+        ("t --extra-engine-args {\"engine_type\":\"tgi\"}", &["engine_type", "one of \"vllm\""]),
         ("t --router-config {\"x\":1}", &["--router-config: unknown key \"x\""]),
         ("t --router-config {\"router_prefill_load_model\":\"aic\"}", &["not supported by dynosim yet"]),
         // Rule 9.

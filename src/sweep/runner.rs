@@ -17,6 +17,7 @@ use super::record::{
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
 use super::values::value_text;
+use super::{columns, console, html, markdown};
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -813,7 +814,8 @@ fn keep_earlier_points(
     Ok(())
 }
 
-/// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
+/// Writes `leaderboard.csv`, `leaderboard.json`, `leaderboard.md` and `report.html` (atomically)
+/// and prints the top-10 table.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_leaderboards(
     dir: &Path,
@@ -833,9 +835,10 @@ pub(crate) fn write_leaderboards(
             dir.display()
         ))
     };
+    let key = columns::key_metrics(&spec.rank_by, &spec.require, &spec.pareto);
     write_atomic(
         &dir.join(CSV_FILE),
-        &leaderboard::csv_bytes(&rows, &columns),
+        &leaderboard::csv_bytes(&rows, &columns, &key),
     )
     .map_err(io)?;
     let meta = Meta {
@@ -853,11 +856,25 @@ pub(crate) fn write_leaderboards(
         leaderboard::write_json(&rows, &meta, w)
     })
     .map_err(io)?;
+    let page = html::Page {
+        spec,
+        points_total: total,
+        shard,
+        interrupted,
+        missing: missing.len() as u64,
+    };
+    write_atomic(
+        &dir.join(html::HTML_FILE),
+        html::html(&rows, &columns, &page).as_bytes(),
+    )
+    .map_err(io)?;
+    write_atomic(
+        &dir.join(markdown::MD_FILE),
+        markdown::markdown(&rows, &columns, &key, markdown::MD_ROWS).as_bytes(),
+    )
+    .map_err(io)?;
     if !quiet {
-        print!(
-            "{}",
-            leaderboard::top_table(&rows, &spec.rank_by, &columns, 10)
-        );
+        print!("{}", console::top_table(&rows, &key, &columns, 10));
     }
     Ok(())
 }
