@@ -216,7 +216,7 @@ fn measured_profiles_match_the_reference() {
 /// applied_compute_agentic sessions with shared prefix groups) and the TRT-LLM engine
 /// (GUARANTEED_NO_EVICT admission, rejections, clamped outputs), with round robin and kv_router
 /// (two targets, where DynoSim is deterministic), arrival speed-up, `--replay-concurrency` and
-/// disaggregation where DynoSim allows them. Inputs are in `tests/data/formats/` (derived from
+/// disaggregation where DynoSim allows them, and with NPZ timing. Inputs are in `tests/data/formats/` (derived from
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]
 fn trace_formats_and_trtllm_match_the_reference() {
@@ -224,13 +224,15 @@ fn trace_formats_and_trtllm_match_the_reference() {
     let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
     let formats = root().join("tests/data/formats");
     let traces = root().join("tests/data/traces");
+    let profiles = root().join("tests/data/profiles");
     let mut failures = Vec::new();
     let mut n = 0;
     for line in cases.lines().filter(|l| !l.trim().is_empty()) {
         let (name, args) = line.split_once('\t').unwrap();
         let args = args
             .replace("FMT", &formats.display().to_string())
-            .replace("TRACES", &traces.display().to_string());
+            .replace("TRACES", &traces.display().to_string())
+            .replace("PROFILES", &profiles.display().to_string());
         let tmp = tempfile::tempdir().unwrap();
         let ours = run(&args, tmp.path());
         let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
