@@ -17,6 +17,7 @@ use dynosim::cli::{Cli, Command};
 use dynosim::config::SimConfig;
 use dynosim::run::{plan, WorkloadSource};
 use dynosim::sweep::{run_sweep, SweepOptions};
+use dynosim::workload::formats::{Timing, TraceFormat, TraceSpec};
 use dynosim::workload::trace::load_trace;
 use dynosim::workload::Workload;
 use std::hint::black_box;
@@ -94,11 +95,14 @@ fn sim_config(trace: &Path, args: &[&str]) -> SimConfig {
     let plan = plan(&run_args).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     assert_eq!(
         plan.workload,
-        WorkloadSource::Trace {
-            path: trace.to_path_buf(),
-            trace_block_size: TRACE_BLOCK_SIZE,
-            closed_loop: false,
-        },
+        WorkloadSource::Trace(TraceSpec {
+            format: TraceFormat::Mooncake,
+            paths: vec![trace.to_path_buf()],
+            trace_block_size: Some(TRACE_BLOCK_SIZE),
+            timing: Timing::OpenLoop,
+            shared_prefix_ratio: 0.0,
+            num_prefix_groups: 0,
+        }),
         "the benchmark loads the trace itself and must load what `dynosim run` would"
     );
     plan.sim

@@ -5,6 +5,7 @@
 #   - V3, V4, V5 (conversation trace; 4 workers round robin / kv_router; 2 prefill + 2 decode):
 #     dynosim's whole-process wall time (best of --runs) against the reference's own simulation
 #     time (`wall_time_ms` of its report); dynosim's peak RSS on V3.
+#   - SG3: V3's command with the SGLang engine (page 64), dynosim only, against V3's time (<= 2x).
 #   - sweeps/bench30.yaml (30 points): `dynosim sweep -j 2` and `-j 1` against the same 30
 #     configurations run as reference processes two at a time; peak RSS of a 6-point sweep
 #     (benches/sweep6.yaml) against the 30-point one, and of one heavy point repeated with 6 and
@@ -168,6 +169,18 @@ for c in V3 V4 V5; do
   fi
   echo "  measured $c" >&2
 done
+
+# ---------------------------------------------------------------- SGLang next to vLLM (dynosim only)
+# The bundled trace like V3 with the SGLang engine (page 64, so the same KV per worker).
+read -r -a args <<< '--num-workers 4 --router-mode round_robin --trace-block-size 512 --extra-engine-args {"engine_type":"sglang","sglang":{"page_size":64}}'
+put SG3 args "${args[*]}"
+best=
+for ((i = 1; i <= runs; i++)); do
+  timed "$tmp/SG3.out" "$tmp/SG3.err" "$dynosim" run "$trace" "${args[@]}" --report-json "$tmp/SG3.dynosim.json"
+  if [ -z "$best" ] || [ "$WALL_US" -lt "$best" ]; then best=$WALL_US; fi
+done
+put SG3 dyn_wall_us "$best"
+echo "  measured SG3" >&2
 
 # ---------------------------------------------------------------- sweeps
 if [ "$with_sweep" = 1 ]; then
@@ -336,6 +349,10 @@ for c, target in (("V3", 20.0), ("V4", 10.0), ("V5", 10.0)):
                      "n/a", "-"))
     if c == "V3":
         checks.append(("V3 dynosim peak RSS <= 64 MiB", f"{rss:.1f} MiB", rss <= 64.0))
+
+sg, v3 = int(one("SG3", "dyn_wall_us")) / 1e6, int(one("V3", "dyn_wall_us")) / 1e6
+checks.append(("SGLang run of the trace (V3 with engine_type sglang, page 64) <= 2x the vLLM run",
+               f"{sg:.3f} s vs {v3:.3f} s = {sg / v3:.2f}x", sg <= 2 * v3))
 
 def table(hdr, rows):
     w = [max(len(str(x[i])) for x in [hdr] + rows) for i in range(len(hdr))]

@@ -32,6 +32,14 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Merge the output directories of sharded sweeps into one.
     Merge(MergeArgs),
+    /// Rewrite report.html of a sweep output directory from its points.
+    Report(ReportArgs),
+    /// Compare two --report-json reports, or two sweep output directories.
+    Compare(CompareArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    Man(ManArgs),
     /// AIConfigurator timing: what the installed perf database supports.
     #[command(subcommand)]
     Aic(AicCommand),
@@ -408,8 +416,14 @@ impl RunArgs {
 
 /// Flags of `dynosim sweep` (implemented in the sweep module).
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "The spec format (workload, grid, constraints, slo, require, rank_by, \
+pareto) is described in README.md, section \"The spec\"; sweeps/*.yaml are examples to copy.\n\
+Writes into the output directory: points.jsonl, leaderboard.csv, leaderboard.json, \
+leaderboard.md, report.html, spec.yaml, sweep.json."
+)]
 pub struct SweepArgs {
-    /// Sweep spec (YAML).
+    /// Sweep spec (YAML; format in README.md, "The spec").
     #[arg(value_name = "SPEC")]
     pub spec: PathBuf,
     /// Output directory.
@@ -418,23 +432,25 @@ pub struct SweepArgs {
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Skip points already present in the output directory.
+    /// Keep the points already in the output directory's points.jsonl whose configuration hash
+    /// is unchanged, simulate only the others, and rewrite the leaderboards and report.html
+    /// (earlier finished points this run does not contain are kept in points-archive.jsonl).
     #[arg(long)]
     pub resume: bool,
     /// Run only the points whose id % N == K (0 <= K < N), e.g. 0/4 .. 3/4.
     #[arg(long, value_name = "K/N", value_parser = crate::sweep::parse_shard)]
     pub shard: Option<(u32, u32)>,
-    /// Validate the spec and print the grid size without simulating.
+    /// Validate the spec, list the expanded grid and its size, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Print the output folder (from -o, the spec's output/name and --shard) and exit (for
     /// scripts).
     #[arg(long, conflicts_with = "dry_run")]
     pub print_output_dir: bool,
-    /// Refuse grids with more points than this.
+    /// Refuse grids with more points than this (checked before expanding).
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub max_points: u64,
-    /// No progress bar.
+    /// No progress bar, no table, no summary line (errors and warnings still go to stderr).
     #[arg(long)]
     pub quiet: bool,
     /// After Ctrl-C or SIGTERM, seconds the running points get to finish before the leaderboards
@@ -452,6 +468,52 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         Ok(x) if x.is_finite() && (0.0..=1e9).contains(&x) => Ok(x),
         _ => Err(format!("expected seconds (a number >= 0), found \"{s}\"")),
     }
+}
+
+/// Arguments of `dynosim report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Sweep output directory (with spec.yaml, sweep.json and points.jsonl).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Arguments of `dynosim compare`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Two reports: the key metrics of both, B/A and the change in percent. \
+Two sweep output directories: points matched by configuration hash, each key metric of the \
+specs (rank_by, require, pareto) compared point by point, and the points only one side has. \
+Exit status 2 when A or B is neither."
+)]
+pub struct CompareArgs {
+    /// The baseline: a --report-json file or a sweep output directory.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// Compared with A: the same kind as A.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+}
+
+/// Arguments of `dynosim completions`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Example: dynosim completions bash > /etc/bash_completion.d/dynosim")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Arguments of `dynosim man`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Example: dynosim man | man -l -   or   dynosim man -o /usr/local/share/man/man1"
+)]
+pub struct ManArgs {
+    /// Write dynosim.1 and one page per command (dynosim-sweep.1, ...) here instead of
+    /// printing dynosim.1.
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
 }
 
 /// Flags of `dynosim merge` (implemented in the sweep module).

@@ -4,10 +4,11 @@
 //! Data flows one way:
 //! `workload` (trace or synthetic, parsed once, shared read-only) + `config` (one deployment)
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
-//! -> `sweep` (grid of points, leaderboards).
+//! -> `sweep` (grid of points, leaderboards, report.html) -> `compare` (two reports or folders).
 
 pub mod aic;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -1,7 +1,7 @@
 //! The `dynosim` binary: parse the command line, dispatch, map errors to exit codes
 //! (2 = bad input, including clap's own errors; 1 = failure while simulating or writing).
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use dynosim::cli::{Cli, Command};
 use dynosim::error::InputError;
 use std::process::ExitCode;
@@ -12,6 +12,14 @@ fn main() -> ExitCode {
         Command::Run(args) => run(*args),
         Command::Sweep(args) => return sweep(args),
         Command::Merge(args) => return merge(args),
+        Command::Report(args) => report(args),
+        Command::Compare(args) => compare(args),
+        Command::Completions(args) => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(args.shell, &mut cmd, "dynosim", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man(args) => man(args),
         Command::Aic(dynosim::cli::AicCommand::List) => dynosim::aic::catalog()
             .map(|c| print!("{c}"))
             .map_err(anyhow::Error::from),
@@ -74,4 +82,33 @@ fn merge(args: dynosim::cli::MergeArgs) -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+fn report(args: dynosim::cli::ReportArgs) -> anyhow::Result<()> {
+    match dynosim::sweep::folder::rewrite_report(&args.dir) {
+        Ok(path) => {
+            println!("{}", path.display());
+            Ok(())
+        }
+        Err(dynosim::sweep::SweepError::Input(e)) => Err(e.into()),
+        Err(e) => Err(anyhow::anyhow!("{e}")),
+    }
+}
+
+fn compare(args: dynosim::cli::CompareArgs) -> anyhow::Result<()> {
+    print!("{}", dynosim::compare::compare(&args.a, &args.b)?);
+    Ok(())
+}
+
+fn man(args: dynosim::cli::ManArgs) -> anyhow::Result<()> {
+    let cmd = Cli::command();
+    match args.output_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir)?;
+            clap_mangen::generate_to(cmd, &dir)?;
+            println!("man pages written to {}", dir.display());
+        }
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
+    }
+    Ok(())
 }

@@ -336,6 +336,12 @@ fn refuse_unsupported_flags(args: &RunArgs) -> Result<(), InputError> {
              config)",
         ));
     }
+    if !args.trace_files.is_empty() && args.trace_format == TraceFormat::MooncakeDelta {
+        return Err(err(
+            "--trace-format mooncake-delta is not supported yet by dynosim (its cumulative \
+             prompts include earlier turns' generated tokens)",
+        ));
+    }
     if args.replay_mode == ReplayMode::Online {
         return Err(err(
             "--replay-mode online is not supported: dynosim simulates offline only",
@@ -450,6 +456,14 @@ fn build_topology(
                     "disaggregated replay does not support attention DP: dp_size must be 1 in \
                      --prefill-engine-args and --decode-engine-args (got {} and {})",
                     prefill.dp_size, decode.dp_size
+                )));
+            }
+            if prefill.engine_type != decode.engine_type {
+                return Err(err(format!(
+                    "disaggregated replay requires the same engine_type in \
+                     --prefill-engine-args and --decode-engine-args (got {} and {})",
+                    prefill.engine_type.display_name(),
+                    decode.engine_type.display_name()
                 )));
             }
             if prefill.block_size != decode.block_size {
@@ -680,6 +694,15 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
         return Err(err(why).into());
     }
     for w in &workload.warnings {
+        eprintln!("warning: {w}");
+    }
+    for w in plan
+        .sim
+        .topology
+        .engines()
+        .iter()
+        .flat_map(|e| e.warnings())
+    {
         eprintln!("warning: {w}");
     }
     // Once loaded, its shareable prompt blocks are counted exactly (unless a quick bound of them
@@ -1030,7 +1053,7 @@ mod tests {
         ("t --trace-format applied_compute_agentic", &["applied_compute_agentic requires --replay-concurrency"]),
         ("t --trace-format agentic_mooncake --replay-concurrency 2", &["not supported with replay_concurrency"]),
         ("t --trace-format agentic_mooncake --prefill-engine-args {\"worker_type\":\"prefill\"} --decode-engine-args {\"worker_type\":\"decode\"}", &["agentic_mooncake trace format is not supported for disaggregated replay"]),
-        ("t --trace-format mooncake-delta --prefill-engine-args {\"worker_type\":\"prefill\"} --decode-engine-args {\"worker_type\":\"decode\"}", &["mooncake-delta trace format is not supported for disaggregated replay"]),
+        ("t --trace-format mooncake-delta", &["mooncake-delta is not supported yet"]),
         ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-shared-prefix-ratio 1.5", &["--trace-shared-prefix-ratio must be between 0.0 and 1.0"]),
         ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-num-prefix-groups -1", &["--trace-num-prefix-groups"]),
         ("t --planner-config p.yaml", &["--planner-config is not supported by dynosim"]),
@@ -1058,7 +1081,7 @@ mod tests {
         ("t --extra-engine-args {", &["--extra-engine-args: invalid JSON", "column"]),
         ("t --extra-engine-args [1]", &["--extra-engine-args", "must be a JSON object"]),
         ("t --extra-engine-args {\"num_gpu_block\":5}", &["did you mean \"num_gpu_blocks\""]),
-        ("t --extra-engine-args {\"engine_type\":\"sglang\"}", &["not supported by dynosim yet"]),
+        ("t --extra-engine-args {\"engine_type\":\"tgi\"}", &["engine_type", "one of \"vllm\""]),
         ("t --router-config {\"x\":1}", &["--router-config: unknown key \"x\""]),
         ("t --router-config {\"router_prefill_load_model\":\"aic\"}", &["not supported by dynosim yet"]),
         // Rule 9.

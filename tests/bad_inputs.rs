@@ -485,8 +485,8 @@ fn unknown_engine_and_router_keys_inside_axes() {
             vec!["point 1", "\"max_num_seqs\"", "an integer", "string \"ten\""],
         ),
         (
-            format!("{SYN}grid:\n  engine.engine_type: [vllm, sglang]\n"),
-            vec!["point 1", "engine_type", "not supported by dynosim yet"],
+            format!("{SYN}grid:\n  engine.engine_type: [vllm, tgi]\n"),
+            vec!["point 1", "engine_type", "one of \"vllm\""],
         ),
     ];
     for (text, words) in &cases {

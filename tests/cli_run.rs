@@ -149,26 +149,6 @@ fn unsupported_features_are_refused() {
             &["mooncake-delta", "not supported yet"],
         ),
         (
-            "T --trace-format agentic_mooncake",
-            &["agentic_mooncake", "not supported yet"],
-        ),
-        (
-            "T --trace-format applied_compute_agentic --replay-concurrency 2",
-            &["applied_compute_agentic", "not supported yet"],
-        ),
-        (
-            "T T --trace-format dynamo",
-            &["dynamo", "not supported yet"],
-        ),
-        (
-            "T --extra-engine-args {\"engine_type\":\"trtllm\"}",
-            &["engine_type", "not supported by dynosim yet"],
-        ),
-        (
-            "T --extra-engine-args {\"planner_profile_data\":\"p.npz\"}",
-            &["planner_profile_data", "not supported"],
-        ),
-        (
             "T --extra-engine-args {\"num_g2_blocks\":4096}",
             &["num_g2_blocks", "not supported"],
         ),

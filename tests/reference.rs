@@ -187,8 +187,8 @@ fn further_configurations_match_the_reference() {
 
 /// Measured timing profiles (`planner_profile_data`, NPZ): the shared H200-like example and a
 /// profile of other grid sizes written by `tests/data/profiles/make_profiles.py`; synthetic
-/// closed loop (with speed-ups), the conversation trace with round robin and kv_router, and a
-/// disaggregated round-robin deployment whose pools use different profiles. Reference reports
+/// closed loop (with speed-ups; and a TRT-LLM engine), the conversation trace with round robin
+/// and kv_router, and a disaggregated round-robin deployment whose pools use different profiles. Reference reports
 /// were produced by DynoSim 1.4.2 with the same NPZ files.
 #[test]
 fn measured_profiles_match_the_reference() {
@@ -208,7 +208,7 @@ fn measured_profiles_match_the_reference() {
         }
         n += 1;
     }
-    assert!(n >= 7, "expected the checked-in cases, found {n}");
+    assert!(n >= 8, "expected the checked-in cases, found {n}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -379,4 +379,56 @@ fn hand_off_records_match(name: &str) {
         bad.len(),
         &bad[..bad.len().min(5)]
     );
+}
+
+/// The SGLang engine (`engine_type: "sglang"`) against DynoSim 1.4.2's reports: synthetic and
+/// conversation-trace workloads, page sizes 1/16/32/64, the default 16 384-token pool running
+/// saturated, a small pool with chunking and a low conservativeness, prefix groups, LPM, and
+/// kv_router on two workers (deterministic in the reference, unlike three or more targets).
+#[test]
+fn sglang_configurations_match_the_reference() {
+    let dir = root().join("tests/data/reference/sglang");
+    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let traces = root().join("tests/data/traces");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, args) = line.split_once('\t').unwrap();
+        let args = args.replace("TRACES", &traces.display().to_string());
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = run(&args, tmp.path());
+        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
+        if !bad.is_empty() {
+            failures.push(format!("{name}: {}", bad.join("; ")));
+        }
+        n += 1;
+    }
+    assert!(n >= 10, "expected the checked-in cases, found {n}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Where an SGLang worker's pool cannot hold a request's prompt and output, DynoSim 1.4.2 ends
+/// with a dead-end error or loops for ever (breadth §1.10): dynosim ends with an error naming the
+/// request and the pool size, exit code 1, and writes no report.
+#[test]
+fn sglang_pool_smaller_than_a_request_ends_with_the_dead_end_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report.json");
+    let bin = assert_cmd::cargo::cargo_bin("dynosim");
+    let output = std::process::Command::new(bin)
+        .args(["run", "--input-tokens", "3000", "--output-tokens", "200"])
+        .args(["--request-count", "4", "--arrival-interval-ms", "10"])
+        .args([
+            "--extra-engine-args",
+            r#"{"engine_type":"sglang","num_gpu_blocks":3100}"#,
+        ])
+        .arg("--report-json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("needs 3200 tokens of KV"), "{err}");
+    assert!(err.contains("holds only 3100"), "{err}");
+    assert!(!out.exists());
 }

@@ -5,7 +5,9 @@
 //!
 //! One test, in order: a 3-shard array plus merge equals a one-machine run byte for byte; a
 //! cancelled shard makes the merge exit 3 with the missing ids; running the script again runs
-//! only the missing points and completes the same bytes. Paths contain a `'` and a space.
+//! only the missing points and completes the same bytes; scancel of a running shard reaches
+//! dynosim as SIGTERM, which writes its leaderboards (marked interrupted) within its grace
+//! period, and the merge reports what is missing. Paths contain a `'` and a space.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -233,6 +235,16 @@ constraints: {max_gpus: 2}
 output: "res/it's out"
 "#;
 
+/// Points of a few seconds each, to cancel while they run.
+const SLOW_SPEC: &str = r#"
+name: slow
+workload: {input_tokens: 2000, output_tokens: 1000, request_count: 60000, request_rate: 50}
+engine: {block_size: 64}
+grid:
+  num_workers: [1, 2, 3, 4]
+output: res/slow
+"#;
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/slurm_sweep.sh")
 }
@@ -285,11 +297,11 @@ fn slurm_array_merge_cancel_and_rerun() {
     assert!(whole.status.success(), "{}", text(&whole));
     let whole_csv = read(&work.join("whole/leaderboard.csv"));
 
-    let run_script = |extra_env: &[(&str, &str)]| {
+    let run_script_with = |args: &[&str], extra_env: &[(&str, &str)]| {
         let mut c = cluster.cmd("bash");
         c.current_dir(&work)
             .arg(script())
-            .args(["--wait", "grid.yaml", "3"])
+            .args(args)
             .env("DYNOSIM", dynosim)
             .env("WAIT_POLL", "1")
             .env_remove("OUT")
@@ -299,6 +311,8 @@ fn slurm_array_merge_cancel_and_rerun() {
         }
         c
     };
+    let run_script =
+        |extra_env: &[(&str, &str)]| run_script_with(&["--wait", "grid.yaml", "3"], extra_env);
 
     // 1. Three shards and the merge equal the one-machine run.
     let o = run_script(&[]).output().unwrap();
@@ -396,6 +410,51 @@ fn slurm_array_merge_cancel_and_rerun() {
     }
     let log1 = read(&logs.join("shard-1.log"));
     assert!(!log1.contains("from the earlier run"), "{log1}");
+
+    // 4. scancel of a running shard: Slurm's SIGTERM stops it like Ctrl-C; with a 1 s grace
+    // period the point still running is dropped, the leaderboards are written and marked
+    // interrupted, and the merge reports the missing points.
+    std::fs::write(work.join("slow.yaml"), SLOW_SPEC).unwrap();
+    let o = run_script_with(&["slow.yaml", "1"], &[("STOP_GRACE", "1")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let slow_logs = work.join("res/slow-logs");
+    // sweep.json is written just before the first points start; each takes seconds.
+    wait_until(Duration::from_secs(60), || {
+        work.join("res/slow-shards/0/sweep.json").exists()
+    })
+    .expect("the slow shard started");
+    std::thread::sleep(Duration::from_millis(300));
+    let array = cluster
+        .cmd("squeue")
+        .args(["--noheader", "--format=%F", "--name=dynosim-slow"])
+        .output()
+        .unwrap();
+    let array = String::from_utf8_lossy(&array.stdout).trim().to_string();
+    ok(cluster.cmd("scancel").arg(&array).output().unwrap());
+    wait_until(Duration::from_secs(60), || {
+        cluster
+            .cmd("squeue")
+            .args(["--noheader"])
+            .output()
+            .is_ok_and(|o| o.stdout.is_empty())
+    })
+    .expect("the queue drained");
+    let log = read(&slow_logs.join("shard-0.log"));
+    assert!(log.contains("terminated (SIGTERM)"), "{log}");
+    assert!(log.contains("grace period"), "{log}");
+    let json: serde_json::Value =
+        serde_json::from_str(&read(&work.join("res/slow-shards/0/leaderboard.json"))).unwrap();
+    assert_eq!(json["interrupted"], true);
+    let merge_log = read(&slow_logs.join("merge.log"));
+    assert!(merge_log.contains("PARTIAL"), "{merge_log}");
+    let missing = read(&work.join("res/slow/MISSING"));
+    let finished = read(&work.join("res/slow-shards/0/points.jsonl"))
+        .lines()
+        .count();
+    assert_eq!(missing.lines().count(), 4 - finished, "{missing}");
+
     let _ = writeln!(
         std::io::stderr().lock(),
         "\nslurm_array_merge_cancel_and_rerun: {:.1} s with the cluster's start",

@@ -71,6 +71,10 @@ const C2K: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/traces/conv_2k.jsonl.gz"
 );
+const CONV400: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/conv400.jsonl"
+);
 const SESSIONS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/traces/sessions.jsonl.gz"
@@ -198,6 +202,29 @@ fn budget_and_block_size_grid() {
         env!("CARGO_MANIFEST_DIR"),
         "/data/mooncake_conversation_trace.jsonl.gz --num-workers 6 --trace-block-size 512 \
          --extra-engine-args '{\"block_size\":64,\"max_num_batched_tokens\":4096}'"
+    ));
+}
+
+/// SGLang: strides of decode passes (with evictions from the radix cache when no router sees
+/// them) against the step-by-step passes, with retraction, chunking, LPM and kv_router.
+#[test]
+fn sglang_round_robin_kv_router_and_small_pools() {
+    check(&format!(
+        "{C2K} --num-workers 3 --extra-engine-args \
+         '{{\"engine_type\":\"sglang\",\"sglang\":{{\"page_size\":64}},\"num_gpu_blocks\":2000}}'"
+    ));
+    check(&format!(
+        "{CONV400} --num-workers 3 --router-mode kv_router --extra-engine-args \
+         '{{\"engine_type\":\"sglang\",\"sglang\":{{\"page_size\":16,\"schedule_policy\":\"lpm\"}},\"num_gpu_blocks\":6000}}'"
+    ));
+    check(
+        "--input-tokens 2000 --output-tokens 400 --request-count 120 --request-rate 30 \
+         --extra-engine-args '{\"engine_type\":\"sglang\",\"sglang\":{\"page_size\":16,\
+         \"schedule_conservativeness\":0.3,\"chunked_prefill_size\":1024},\"num_gpu_blocks\":2000}'",
+    );
+    check(&format!(
+        "{SESSIONS} --num-workers 2 --replay-concurrency 4 \
+         --extra-engine-args '{{\"engine_type\":\"sglang\",\"num_gpu_blocks\":60000}}'"
     ));
 }
 

@@ -166,7 +166,12 @@ fn same_csv_for_any_jobs_and_across_runs() {
             ])
             .assert()
             .code(0);
-        csvs.push(read(out.join("leaderboard.csv")));
+        // The files for people too: report.html and leaderboard.md.
+        csvs.push(
+            ["leaderboard.csv", "report.html", "leaderboard.md"]
+                .map(|f| read(out.join(f)))
+                .concat(),
+        );
     }
     assert_eq!(csvs[0], csvs[1]);
     assert_eq!(csvs[0], csvs[2]);
@@ -210,10 +215,9 @@ fn shards_merged_equal_a_whole_run() {
     args.extend(shards.iter().cloned());
     args.extend(["-o".to_string(), merged.to_str().unwrap().to_string()]);
     dynosim().args(&args).assert().code(0);
-    assert_eq!(
-        read(whole.join("leaderboard.csv")),
-        read(merged.join("leaderboard.csv"))
-    );
+    for f in ["leaderboard.csv", "report.html", "leaderboard.md"] {
+        assert_eq!(read(whole.join(f)), read(merged.join(f)), "{f}");
+    }
 }
 
 #[test]

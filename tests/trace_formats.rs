@@ -50,9 +50,12 @@ fn dynamo_record(id: &str, hashes: &str) -> String {
     )
 }
 
+/// (case, file name, content, flags, words the error must contain)
+type BadRecord<'a> = (&'a str, &'a str, String, Vec<&'a str>, Vec<&'a str>);
+
 #[test]
 fn bad_records_name_the_file_line_and_field() {
-    let cases: Vec<(&str, &str, String, Vec<&str>, Vec<&str>)> = vec![
+    let cases: Vec<BadRecord> = vec![
         (
             "agentic missing request_id",
             "a.jsonl",
@@ -281,4 +284,45 @@ fn sweep_reads_trace_formats_and_dynamo_shards() {
         invalid["reason"].contains("requires replay_concurrency"),
         "{invalid:?}"
     );
+}
+
+/// A request with dependencies arrives `delay + tool_wait_ms` after the last of them ends (the
+/// same duration as DynoSim's report for this trace: 226.310 ms).
+#[test]
+fn dependent_request_arrives_after_its_last_dependency() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = [
+        r#"{"request_id":"a","timestamp":0,"output_length":5,"hash_ids":[1,2]}"#,
+        r#"{"request_id":"b","timestamp":10,"output_length":20,"hash_ids":[3]}"#,
+        r#"{"request_id":"c","timestamp":0,"output_length":2,"hash_ids":[1,2,4],"wait_for":["a","b"],"delay":7,"tool_wait_ms":5}"#,
+    ];
+    fs::write(dir.path().join("ag.jsonl"), rows.join("\n")).unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "ag.jsonl",
+            "--trace-format",
+            "agentic_mooncake",
+            "--report-jsonl",
+            "out/r.jsonl",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records: Vec<serde_json::Value> = fs::read_to_string(dir.path().join("out/r.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let f = |i: usize, k: &str| records[i][k].as_f64().unwrap();
+    assert_eq!(f(0, "arrival_time_ms"), 0.0);
+    assert_eq!(f(1, "arrival_time_ms"), 10.0);
+    let last_dependency = f(0, "last_token_ms").max(f(1, "last_token_ms"));
+    assert!((f(2, "arrival_time_ms") - (last_dependency + 12.0)).abs() < 1e-9);
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("out/r.json")).unwrap()).unwrap();
+    assert!((report["duration_ms"].as_f64().unwrap() - 226.3101).abs() < 1e-3);
 }

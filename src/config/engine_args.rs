@@ -14,7 +14,8 @@
 
 use super::json_fields::{parse_json_text, JsonObject};
 use super::{
-    EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, WorkerType,
+    EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, SchedulePolicy,
+    WorkerType,
 };
 use crate::engine::timing::interpolated::PROFILE_ARRAYS;
 use crate::engine::timing::{Interpolated, Timing, TimingLoader};
@@ -128,14 +129,11 @@ pub fn parse_engine_args_with(
 ) -> Result<EngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
-    let mut a = EngineArgs::default();
-
-    a.engine_type = parse_engine_type(&o)?;
-    if a.engine_type == EngineType::Trtllm {
-        a.block_size = DEFAULT_TRTLLM_BLOCK_SIZE;
-    }
-
-    a.worker_type = parse_worker_type(&o)?;
+    let mut a = EngineArgs {
+        engine_type: parse_engine_type(&o)?,
+        worker_type: parse_worker_type(&o)?,
+        ..EngineArgs::default()
+    };
 
     if let Some(n) = o
         .int("num_gpu_blocks", 1, super::limits::MAX_NUM_GPU_BLOCKS)?
@@ -143,13 +141,14 @@ pub fn parse_engine_args_with(
     {
         a.num_gpu_blocks = n;
     }
-    if let Some(bs) = o.non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)? {
-        a.block_size = match (bs, a.engine_type) {
-            (0, EngineType::Trtllm) => DEFAULT_TRTLLM_BLOCK_SIZE,
-            (0, _) => DEFAULT_VLLM_BLOCK_SIZE,
-            _ => bs as u32,
-        };
-    }
+    let block_size = o
+        .non_null("block_size", o.int("block_size", 0, u32::MAX as u64)?)?
+        .unwrap_or(0) as u32;
+    a.block_size = match (block_size, a.engine_type) {
+        (0, EngineType::Trtllm) => DEFAULT_TRTLLM_BLOCK_SIZE,
+        (0, _) => DEFAULT_VLLM_BLOCK_SIZE,
+        (b, _) => b,
+    };
     a.max_model_len = o.int("max_model_len", 1, u64::MAX)?.value();
     a.max_num_seqs = o
         .int("max_num_seqs", 1, u64::MAX)?
@@ -218,8 +217,9 @@ pub fn parse_engine_args_with(
         .value()
         .map(queue_policy);
 
-    if o.object("sglang")?.is_set() {
-        return Err(o.unsupported("sglang", "the SGLang engine is not simulated"));
+    let sglang = o.object("sglang")?.value();
+    if a.engine_type == EngineType::Sglang {
+        parse_sglang(&o, sglang, block_size, &mut a)?;
     }
     parse_trtllm(&o)?;
     parse_offload_keys(&o)?;
@@ -300,12 +300,86 @@ fn parse_engine_type(o: &JsonObject) -> Result<EngineType, InputError> {
     )?;
     match t {
         None | Some("vllm") => Ok(EngineType::Vllm),
-        Some("trtllm") => Ok(EngineType::Trtllm),
-        _ => Err(o.error(
-            "engine_type",
-            "= \"sglang\" is not supported by dynosim yet (only \"vllm\" and \"trtllm\" are simulated)",
-        )),
+        Some("sglang") => Ok(EngineType::Sglang),
+        _ => Ok(EngineType::Trtllm),
     }
+}
+
+/// The `sglang` object and the rules DynoSim checks for SGLang engine args (breadth §1): the
+/// page size is `block_size` (default 1), both must agree when both are set, the chunk size must
+/// be a multiple of it, and `max_model_len` is vLLM-only. Unknown keys inside `sglang` are
+/// ignored, as DynoSim does.
+fn parse_sglang(
+    o: &JsonObject,
+    sglang: Option<&serde_json::Map<String, Value>>,
+    block_size: u32,
+    a: &mut EngineArgs,
+) -> Result<(), InputError> {
+    if a.max_model_len.is_some() {
+        return Err(o.error(
+            "max_model_len",
+            "is supported only for engine_type=vllm, got engine_type=Sglang",
+        ));
+    }
+    let inner_origin = format!("{}: sglang", o.origin());
+    let empty = Value::Object(Default::default());
+    let value = sglang.map(|m| Value::Object(m.clone()));
+    let s = JsonObject::new(value.as_ref().unwrap_or(&empty), &inner_origin, "sglang")?;
+    let page_size = s
+        .non_null("page_size", s.int("page_size", 1, u32::MAX as u64)?)?
+        .map(|p| p as u32);
+    a.block_size = match (block_size, page_size) {
+        (0, None) => 1,
+        (0, Some(p)) => p,
+        (b, Some(p)) if b != p => {
+            return Err(o.error(
+                "block_size",
+                format!(
+                    "must match sglang.page_size when both are set (engine_type=sglang), got \
+                     block_size={b} and sglang.page_size={p}"
+                ),
+            ))
+        }
+        (b, _) => b,
+    };
+    let g = &mut a.sglang;
+    if let Some(p) = s.non_null("schedule_policy", s.string("schedule_policy")?)? {
+        g.schedule_policy = match p {
+            "lpm" => SchedulePolicy::Lpm,
+            "fifo" | "fcfs" => SchedulePolicy::Fifo,
+            other => SchedulePolicy::Unknown(other.to_string()),
+        };
+    }
+    for (key, slot) in [
+        ("max_prefill_tokens", &mut g.max_prefill_tokens),
+        ("chunked_prefill_size", &mut g.chunked_prefill_size),
+        ("clip_max_new_tokens", &mut g.clip_max_new_tokens),
+    ] {
+        if let Some(n) = s.non_null(key, s.int(key, 1, u32::MAX as u64)?)? {
+            *slot = n;
+        }
+    }
+    if let Some(c) = s.non_null(
+        "schedule_conservativeness",
+        s.float("schedule_conservativeness", 0.0, f64::INFINITY)?,
+    )? {
+        g.schedule_conservativeness = c;
+    }
+    if s.contains("chunked_prefill_size")
+        && !g
+            .chunked_prefill_size
+            .is_multiple_of(u64::from(a.block_size))
+    {
+        return Err(o.error(
+            "sglang",
+            format!(
+                "chunked_prefill_size must be divisible by block_size (engine_type=sglang), got \
+                 chunked_prefill_size={} and block_size={}",
+                g.chunked_prefill_size, a.block_size
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The `trtllm` object: `capacity_scheduler_policy` may only be `guaranteed_no_evict` (the
@@ -721,9 +795,6 @@ mod tests {
     #[test]
     fn unmodelled_features_are_refused() {
         let cases = [
-            json!({"engine_type": "sglang"}),
-            json!({"planner_profile_data": "/tmp/profile.npz"}),
-            json!({"sglang": {}}),
             json!({"num_g2_blocks": 1000}),
             json!({"num_g3_blocks": 0}),
             json!({"enable_g4_storage": true}),
@@ -736,6 +807,68 @@ mod tests {
             let m = err(v);
             assert!(m.contains("not supported by dynosim yet"), "{m}");
         }
+    }
+
+    #[test]
+    fn sglang_args_resolve_like_dynosim() {
+        let a = ok(json!({"engine_type": "SGLang"}));
+        assert_eq!(a.engine_type, EngineType::Sglang);
+        assert_eq!(a.block_size, 1, "SGLang's default page size");
+        assert_eq!(a.sglang, super::super::SglangArgs::default());
+        let a = ok(json!({"engine_type": "sglang", "sglang": {"page_size": 64, "bogus": 1}}));
+        assert_eq!(a.block_size, 64);
+        let a = ok(json!({"engine_type": "sglang", "block_size": 16}));
+        assert_eq!(a.block_size, 16);
+        let a = ok(json!({"engine_type": "sglang", "sglang": {
+            "schedule_policy": "lpm", "max_prefill_tokens": 4096, "chunked_prefill_size": 1024,
+            "clip_max_new_tokens": 256, "schedule_conservativeness": 1.5}}));
+        assert_eq!(a.sglang.schedule_policy, SchedulePolicy::Lpm);
+        assert_eq!(
+            (a.sglang.max_prefill_tokens, a.sglang.chunked_prefill_size),
+            (4096, 1024)
+        );
+        assert_eq!(a.sglang.clip_max_new_tokens, 256);
+        assert_eq!(a.sglang.schedule_conservativeness, 1.5);
+        let a = ok(json!({"engine_type": "sglang", "sglang": {"schedule_policy": "fcfs"}}));
+        assert_eq!(a.sglang.schedule_policy, SchedulePolicy::Fifo);
+        assert!(a.warnings().is_empty());
+        let a = ok(json!({"engine_type": "sglang", "sglang": {"schedule_policy": "x"}}));
+        assert_eq!(
+            a.sglang.schedule_policy,
+            SchedulePolicy::Unknown("x".into())
+        );
+        assert_eq!(
+            a.warnings(),
+            vec!["Unknown sglang schedule_policy 'x', falling back to FIFO".to_string()]
+        );
+        // Keys SGLang ignores are accepted; an `sglang` object on a vLLM engine is ignored.
+        ok(
+            json!({"engine_type": "sglang", "enable_prefix_caching": false,
+                  "max_num_batched_tokens": 256, "preemption_mode": "fifo"}),
+        );
+        assert_eq!(ok(json!({"sglang": {"page_size": 4}})).block_size, 64);
+    }
+
+    #[test]
+    fn sglang_validation_errors() {
+        let m =
+            err(json!({"engine_type": "sglang", "block_size": 16, "sglang": {"page_size": 32}}));
+        assert!(m.contains("block_size=16 and sglang.page_size=32"), "{m}");
+        let m = err(json!({"engine_type": "sglang", "sglang": {"page_size": 64,
+                           "chunked_prefill_size": 1000}}));
+        assert!(
+            m.contains("chunked_prefill_size must be divisible by block_size"),
+            "{m}"
+        );
+        let m = err(json!({"engine_type": "sglang", "max_model_len": 4096}));
+        assert!(
+            m.contains("only for engine_type=vllm, got engine_type=Sglang"),
+            "{m}"
+        );
+        let m = err(json!({"engine_type": "sglang", "sglang": {"page_size": 0}}));
+        assert!(m.contains("sglang: key \"page_size\""), "{m}");
+        let m = err(json!({"engine_type": null}));
+        assert!(m.contains("must not be null"), "{m}");
     }
 
     #[test]

@@ -67,12 +67,53 @@ impl EngineType {
     }
 }
 
-/// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Only the vLLM
-/// engine is simulated; keys with no effect offline are accepted by the parser and dropped.
+/// SGLang's waiting-queue order (`sglang.schedule_policy`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulePolicy {
+    /// `fifo`, `fcfs` or absent.
+    #[default]
+    Fifo,
+    /// Longest prefix match first (spec breadth §1.8).
+    Lpm,
+    /// Any other name: DynoSim warns and runs FIFO.
+    Unknown(String),
+}
+
+/// The `sglang` object of the engine args, defaults resolved (breadth §1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SglangArgs {
+    pub schedule_policy: SchedulePolicy,
+    /// Token budget of one pass's prefill batch.
+    pub max_prefill_tokens: u64,
+    /// Prompts longer than this are prefilled in chunks; also the per-pass chunk budget.
+    pub chunked_prefill_size: u64,
+    /// Cap on the remaining output a request reserves in the admission budget.
+    pub clip_max_new_tokens: u64,
+    /// Scales the initial `new_token_ratio` (0.7); not range-checked, like DynoSim.
+    pub schedule_conservativeness: f64,
+}
+
+impl Default for SglangArgs {
+    fn default() -> Self {
+        SglangArgs {
+            schedule_policy: SchedulePolicy::Fifo,
+            max_prefill_tokens: 16384,
+            chunked_prefill_size: 8192,
+            clip_max_new_tokens: 4096,
+            schedule_conservativeness: 1.0,
+        }
+    }
+}
+
+/// Resolved engine arguments of one worker pool (`MockEngineArgs`, spec §4.1). Keys with no
+/// effect offline are accepted by the parser and dropped.
 /// Not `Deserialize`: the timing model is built from files, not read back from a record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineArgs {
     pub engine_type: EngineType,
+    /// SGLang settings (used when `engine_type` is SGLang; `block_size` is its page size).
+    pub sglang: SglangArgs,
     pub num_gpu_blocks: u64,
     /// Tokens per KV block (64 for vLLM when 0/absent).
     pub block_size: u32,
@@ -106,6 +147,7 @@ impl Default for EngineArgs {
     fn default() -> Self {
         EngineArgs {
             engine_type: EngineType::Vllm,
+            sglang: SglangArgs::default(),
             num_gpu_blocks: 16384,
             block_size: 64,
             max_model_len: None,
@@ -129,6 +171,19 @@ impl Default for EngineArgs {
 }
 
 impl EngineArgs {
+    /// Warnings DynoSim prints for accepted but odd settings (e.g. an unknown SGLang policy).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.engine_type == EngineType::Sglang {
+            if let SchedulePolicy::Unknown(p) = &self.sglang.schedule_policy {
+                w.push(format!(
+                    "Unknown sglang schedule_policy '{p}', falling back to FIFO"
+                ));
+            }
+        }
+        w
+    }
+
     /// GPUs one worker occupies.
     pub fn gpus_per_worker(&self) -> u32 {
         self.tp_size * self.dp_size
@@ -214,6 +269,16 @@ impl Topology {
     }
 
     /// Engine block size used for hashing prompts (prefill pool's in disaggregated mode).
+    /// The engine args of every pool (one aggregated, or prefill then decode).
+    pub fn engines(&self) -> Vec<&EngineArgs> {
+        match self {
+            Topology::Aggregated { engine, .. } => vec![engine],
+            Topology::Disaggregated {
+                prefill, decode, ..
+            } => vec![prefill, decode],
+        }
+    }
+
     pub fn block_size(&self) -> u32 {
         match self {
             Topology::Aggregated { engine, .. } => engine.block_size,

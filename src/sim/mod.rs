@@ -13,8 +13,9 @@ pub mod driver;
 use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
+use crate::engine::scheduler::Scheduler;
 use crate::engine::timing::Timing;
-use crate::engine::vllm::{Engine, PassOutput};
+use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
 use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
@@ -81,7 +82,7 @@ impl Ord for Event {
 
 struct Worker {
     role: Role,
-    ranks: Vec<Engine<Timing>>,
+    ranks: Vec<Scheduler<Timing>>,
     outputs: Vec<PassOutput>,
     busy: bool,
     /// Its last pass changed nothing: not restarted until something is delivered to it.
@@ -243,11 +244,18 @@ impl<'w> Sim<'w> {
                 ));
             }
             check_engine(args, "engine args")?;
+            if role != Role::Aggregated && args.engine_type == crate::config::EngineType::Sglang {
+                return Err(SimError(
+                    "disaggregated SGLang workers are not simulated by dynosim yet; run SGLang \
+                     aggregated (--extra-engine-args)"
+                        .into(),
+                ));
+            }
             let first = workers.len() as u32;
             let record = kv && role != Role::Decode;
             for _ in 0..n {
                 let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Engine::new(args, args.timing.clone(), record))
+                    .map(|_| Scheduler::new(args, args.timing.clone(), record))
                     .collect();
                 let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
                 workers.push(Worker {
@@ -452,6 +460,30 @@ impl<'w> Sim<'w> {
 
     fn dead_end(&self, wi: usize) -> SimError {
         let w = &self.workers[wi];
+        if let Some((req, need)) = w.ranks.iter().find_map(|e| e.oversized()) {
+            let e = &w.ranks[0];
+            return SimError(format!(
+                "simulation cannot make progress at t={:.3} ms: on worker {wi} (SGLang) request \
+                 {} needs {need} tokens of KV (prompt + output) but the worker holds only {} \
+                 (num_gpu_blocks × page_size); DynoSim 1.4.2 stops with a dead end or loops for \
+                 ever here. Raise num_gpu_blocks, or cap the run with --max-sim-time-seconds",
+                self.now,
+                self.w.requests[req as usize].uuid,
+                e.capacity_blocks() as u64 * e.block_size() as u64,
+            ));
+        }
+        if w.ranks[0].events_at_pass_end() {
+            let e = &w.ranks[0];
+            let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
+            return SimError(format!(
+                "simulation cannot make progress at t={:.3} ms: SGLang worker {wi} has {waiting} \
+                 queued request(s) and its KV pool ({} tokens) cannot hold what the running ones \
+                 need next (DynoSim 1.4.2 stops or loops for ever here); raise num_gpu_blocks, \
+                 or cap the run with --max-sim-time-seconds",
+                self.now,
+                e.capacity_blocks() as u64 * e.block_size() as u64,
+            ));
+        }
         let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
         SimError(format!(
             "simulation cannot make progress at t={:.3} ms: worker {wi} has {waiting} queued \
@@ -739,14 +771,17 @@ impl<'w> Sim<'w> {
         }
         worker.stalled = !progressed;
         worker.busy = true;
-        // Admissions are visible now; KV stores reach the router at pass start (vLLM).
+        // Admissions are visible now; KV stores reach the router at pass start (vLLM) or at
+        // pass end (SGLang).
         let role = self.workers[wi].role;
         for rank in 0..self.workers[wi].ranks.len() {
             for &(req, reused) in &self.workers[wi].outputs[rank].admitted {
                 self.col.admit(req, now, reused, role == Role::Decode);
             }
         }
-        self.deliver_kv_events(wi);
+        if !self.workers[wi].ranks[0].events_at_pass_end() {
+            self.deliver_kv_events(wi);
+        }
         dur
     }
 
@@ -759,12 +794,8 @@ impl<'w> Sim<'w> {
         };
         let local = wi as u32 - pool.first_worker;
         for (rank, engine) in self.workers[wi].ranks.iter_mut().enumerate() {
-            if engine.pool().has_events() {
-                let target = (local * pool.dp) as usize + rank;
-                for ev in engine.pool_mut().drain_events() {
-                    router.apply_event(target, ev);
-                }
-            }
+            let target = (local * pool.dp) as usize + rank;
+            engine.drain_kv_events(|ev| router.apply_event(target, ev));
         }
     }
 
@@ -783,6 +814,9 @@ impl<'w> Sim<'w> {
     fn pass_end(&mut self, wi: usize) {
         let now = self.now;
         self.workers[wi].busy = false;
+        if self.workers[wi].ranks[0].events_at_pass_end() {
+            self.deliver_kv_events(wi);
+        }
         if self.workers[wi].stride_passes > 0 {
             let k = self.workers[wi].stride_passes;
             self.workers[wi].stride_passes = 0;
@@ -871,7 +905,7 @@ impl<'w> Sim<'w> {
         // the request is rejected (like an oversized prompt on an aggregated worker) instead of
         // waiting forever.
         let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
-        if r.input_length.div_ceil(decode.block_size()) > decode.pool().capacity() {
+        if r.input_length.div_ceil(decode.block_size()) > decode.capacity_blocks() {
             self.workers[prefill_worker].ranks[0].release_held(req);
             self.workers[prefill_worker].stalled = false;
             self.col.rejected(req, self.now);

@@ -4,9 +4,10 @@
 //! Everything here is a pure function of the records and the spec's settings, so a leaderboard
 //! never depends on scheduling, on `-j`, or on how the points were split across shards.
 
+use super::columns;
 use super::record::{PointRecord, Status, DYNOSIM_VERSION};
 use super::spec::{Bound, Objective, HOST_DEPENDENT_METRICS};
-use super::values::{cell, float_text, value_text};
+use super::values::{cell, float_text};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
@@ -174,9 +175,9 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
 }
 
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
-/// `gpus`, then the metrics.
-pub fn csv_bytes(rows: &[Row], param_columns: &[String]) -> Vec<u8> {
-    let metrics = metric_columns(rows);
+/// `gpus`, the `key` metrics (see [`columns::key_metrics`]), then every other metric sorted.
+pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<u8> {
+    let metrics = columns::ordered_metrics(key, &metric_columns(rows));
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
@@ -368,89 +369,6 @@ pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {
     bytes
 }
 
-fn short_number(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x}"),
-        Some(x) => format!("{x:.2}"),
-    }
-}
-
-/// The console's table of the best `n` ranked rows.
-pub fn top_table(
-    rows: &[Row],
-    rank_by: &[Objective],
-    param_columns: &[String],
-    n: usize,
-) -> String {
-    let ranked: Vec<&Row> = rows.iter().filter(|r| r.rank.is_some()).take(n).collect();
-    if ranked.is_empty() {
-        return "no point finished a simulation\n".to_string();
-    }
-    let mut header: Vec<String> = vec![
-        "rank".into(),
-        "point".into(),
-        "status".into(),
-        "gpus".into(),
-    ];
-    header.extend(rank_by.iter().map(|o| o.metric.clone()));
-    header.push("parameters".into());
-    let mut table: Vec<Vec<String>> = vec![header];
-    for row in ranked {
-        let r = row.rec;
-        let mut line = vec![
-            row.rank.map(|x| x.to_string()).unwrap_or_default(),
-            r.point.to_string(),
-            if row.pareto == Some(true) {
-                format!("{}*", r.status.as_str())
-            } else {
-                r.status.as_str().to_string()
-            },
-            r.gpus.map(|g| g.to_string()).unwrap_or_default(),
-        ];
-        line.extend(rank_by.iter().map(|o| short_number(r.metric(&o.metric))));
-        line.push(
-            param_columns
-                .iter()
-                .filter_map(|c| {
-                    r.parameters
-                        .get(c)
-                        .map(|v| format!("{c}={}", value_text(v)))
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-        table.push(line);
-    }
-    let cols = table[0].len();
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            table
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for line in &table {
-        let mut text = String::new();
-        for (c, cellv) in line.iter().enumerate() {
-            if c + 1 == cols {
-                text.push_str(cellv);
-            } else if c == 2 {
-                text.push_str(&format!("{cellv:<w$}  ", w = widths[c]));
-            } else {
-                text.push_str(&format!("{cellv:>w$}  ", w = widths[c]));
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    }
-    out.push_str("(* = on the Pareto front)\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,7 +516,7 @@ mod tests {
         assert_eq!(t(json!(1e21)), "1000000000000000000000");
         assert_eq!(t(json!(1.5e-7)), "0.00000015");
         assert_eq!(t(json!(2.0)), "2");
-        assert_eq!(t(json!(1162.7352491641798)), "1162.7352491641798");
+        assert_eq!(t(json!(1162.7352491641798)), "1162.735249");
         assert_eq!(t(Value::Null), "");
         assert_eq!(t(json!("kv_router")), "kv_router");
         assert_eq!(t(json!(true)), "true");
@@ -630,12 +548,13 @@ mod tests {
                 "router_mode".into(),
                 "engine.max_num_seqs".into(),
             ],
+            &["output_throughput_tok_s".into()],
         ))
         .unwrap();
         assert_eq!(
             text,
-            "rank,point,status,feasible,pareto,reason,num_workers,router_mode,engine.max_num_seqs,gpus,mean_ttft_ms,output_throughput_tok_s\n\
-             1,0,ok,true,true,,2,kv_router,,1,3,10.25\n\
+            "rank,point,status,feasible,pareto,reason,num_workers,router_mode,engine.max_num_seqs,gpus,output_throughput_tok_s,mean_ttft_ms\n\
+             1,0,ok,true,true,,2,kv_router,,1,10.25,3\n\
              ,1,invalid,,,\"router_mode kv_router needs more than one worker, \"\"quoted\"\"\",1,,,2,,\n"
         );
     }
@@ -669,18 +588,5 @@ mod tests {
         assert_eq!(v["rows"][0]["rank"], 1);
         assert_eq!(v["rows"][1]["status"], "failed");
         assert_eq!(v["rows"][1]["rank"], Value::Null);
-        let t = top_table(&rows, &rank_by, &["num_workers".into()], 10);
-        let lines: Vec<&str> = t.lines().collect();
-        assert!(
-            lines[0].starts_with("rank  point  status  gpus  output_throughput_tok_s  parameters"),
-            "{t}"
-        );
-        assert!(
-            lines[1].contains("ok*")
-                && lines[1].contains("10.25")
-                && lines[1].ends_with("num_workers=2"),
-            "{t}"
-        );
-        assert_eq!(lines.len(), 3);
     }
 }

@@ -7,14 +7,22 @@
 //! grid point once, or a capacity search's probes), execute (`execute`: the units of work on a
 //! rayon pool), record (`record`: points.jsonl and the output folder's files), rank
 //! (`leaderboard`: feasibility, ranking, Pareto), write (`leaderboard`: CSV/JSON), and `merge`.
-//! `values` (how values are written as text) is the leaf every stage shares.
+//! `values` (how values are written as text) is the leaf every stage shares; `columns` orders the
+//! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
+//! table a sweep prints), `markdown` (leaderboard.md), `html` (report.html); `folder` reads a
+//! finished output folder back (`dynosim report`, `compare`).
 //! Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
 //! plain lines when stderr is not a terminal).
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
 pub mod archive;
+pub mod columns;
+pub mod console;
 pub mod execute;
+pub mod folder;
+pub mod html;
 pub mod leaderboard;
+pub mod markdown;
 pub mod merge;
 pub mod progress;
 pub mod record;

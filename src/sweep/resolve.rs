@@ -661,6 +661,33 @@ mod tests {
                 .count(),
             2
         );
+        // Pool variants: the decode pool's axis, merged over the base engine's profile.
+        let text = format!(
+            "{SYN}engine: {{planner_profile_data: own_profile.npz}}\ngrid:\n  topology:\n    - \
+             {{mode: disaggregated, decode_engine.planner_profile_data: [perf_h200_example.npz, null]}}\n"
+        );
+        let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
+        let mut r = Resolver::new(&s);
+        let pools: Vec<_> = (0..2)
+            .map(|i| {
+                let p = r.resolve(i).unwrap();
+                let Topology::Disaggregated {
+                    prefill, decode, ..
+                } = &p.config.topology
+                else {
+                    unreachable!()
+                };
+                let file =
+                    |e: &EngineArgs| serde_json::to_value(&e.timing).unwrap()["file"].clone();
+                (file(prefill), file(decode))
+            })
+            .collect();
+        assert_eq!(
+            pools[0],
+            ("own_profile.npz".into(), "perf_h200_example.npz".into())
+        );
+        assert_eq!(pools[1], ("own_profile.npz".into(), Value::Null));
+        assert_eq!(r.timing.num_built(), 2);
         // A missing file is a spec error naming the key path and the file.
         let text = format!("{SYN}engine: {{planner_profile_data: nope.npz}}\n");
         let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();

@@ -10,13 +10,14 @@ use super::execute::execute;
 use super::leaderboard::{self, classify, compare, Meta};
 use super::progress::Progress;
 use super::record::{
-    file_sha256, record_line, workload_identity, write_atomic, write_atomic_with, PointRecord,
-    PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE, POINTS_FILE,
-    SPEC_FILE,
+    file_sha256, read_points, record_line, workload_identity, write_atomic, write_atomic_with,
+    PointRecord, PointsWriter, Status, SweepMeta, CSV_FILE, DYNOSIM_VERSION, JSON_FILE, META_FILE,
+    POINTS_FILE, SPEC_FILE,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::spec::{load_spec, Spec};
 use super::values::value_text;
+use super::{columns, console, html, markdown};
 use super::{SweepError, SweepOptions, SweepOutcome};
 use crate::config::limits::{
     check_memory, human_bytes, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -635,8 +636,6 @@ pub(crate) fn run_with(
             backend,
         )
     };
-    // What finished so far, for the grace-period watchdog.
-    let finished_so_far: Mutex<Vec<PointRecord>> = Mutex::new(Vec::new());
     let done = |rec: &PointRecord| {
         writer
             .append(rec)
@@ -652,9 +651,6 @@ pub(crate) fn run_with(
             }
         }
         bar.inc();
-        if opts.stop_grace.is_some() {
-            finished_so_far.lock().push(rec.clone());
-        }
         Ok(())
     };
     // Whoever writes the leaderboards first: the end of the run, or the grace-period watchdog.
@@ -662,9 +658,8 @@ pub(crate) fn run_with(
     let pool_done = AtomicBool::new(false);
     let finished = std::thread::scope(|ts| {
         if let Some(grace) = opts.stop_grace {
-            let (finalizing, pool_done, finished_so_far) =
-                (&finalizing, &pool_done, &finished_so_far);
-            let (settled, outcome, writer, dir, spec) = (&settled, &outcome, &writer, &dir, &spec);
+            let (finalizing, pool_done) = (&finalizing, &pool_done);
+            let (outcome, writer, dir, spec) = (&outcome, &writer, &dir, &spec);
             ts.spawn(move || {
                 let mut stopped_at: Option<Instant> = None;
                 while !pool_done.load(Ordering::SeqCst) {
@@ -680,10 +675,16 @@ pub(crate) fn run_with(
                         return;
                     }
                     *claim = true;
-                    // No line is appended to points.jsonl from here on.
+                    // No line is appended to points.jsonl from here on; it holds the settled
+                    // points and every finished one (read back rather than kept twice in memory).
                     let _held = writer.hold();
-                    let mut records = settled.clone();
-                    records.extend(finished_so_far.lock().iter().cloned());
+                    let mut records = match read_points(dir) {
+                        Ok(f) => f.records,
+                        Err(e) => {
+                            eprintln!("error: {}", unwritable(dir, e));
+                            std::process::exit(1);
+                        }
+                    };
                     records.sort_by_key(|r| r.point);
                     eprintln!(
                         "dynosim: the points still running did not finish within the {}s grace \
@@ -817,7 +818,8 @@ fn keep_earlier_points(
     Ok(())
 }
 
-/// Writes `leaderboard.csv` and `leaderboard.json` (atomically) and prints the top-10 table.
+/// Writes `leaderboard.csv`, `leaderboard.json`, `leaderboard.md` and `report.html` (atomically)
+/// and prints the top-10 table.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_leaderboards(
     dir: &Path,
@@ -837,9 +839,10 @@ pub(crate) fn write_leaderboards(
             dir.display()
         ))
     };
+    let key = columns::key_metrics(&spec.rank_by, &spec.require, &spec.pareto);
     write_atomic(
         &dir.join(CSV_FILE),
-        &leaderboard::csv_bytes(&rows, &columns),
+        &leaderboard::csv_bytes(&rows, &columns, &key),
     )
     .map_err(io)?;
     let meta = Meta {
@@ -857,11 +860,25 @@ pub(crate) fn write_leaderboards(
         leaderboard::write_json(&rows, &meta, w)
     })
     .map_err(io)?;
+    let page = html::Page {
+        spec,
+        points_total: total,
+        shard,
+        interrupted,
+        missing: missing.len() as u64,
+    };
+    write_atomic(
+        &dir.join(html::HTML_FILE),
+        html::html(&rows, &columns, &page).as_bytes(),
+    )
+    .map_err(io)?;
+    write_atomic(
+        &dir.join(markdown::MD_FILE),
+        markdown::markdown(&rows, &columns, &key, markdown::MD_ROWS).as_bytes(),
+    )
+    .map_err(io)?;
     if !quiet {
-        print!(
-            "{}",
-            leaderboard::top_table(&rows, &spec.rank_by, &columns, 10)
-        );
+        print!("{}", console::top_table(&rows, &key, &columns, 10));
     }
     Ok(())
 }

@@ -1,0 +1,166 @@
+//! The one engine interface the simulator talks to: a worker rank runs a vLLM or an SGLang
+//! scheduler over the shared parts (KV pools, timing). Disaggregated hand-offs are vLLM-only
+//! today; an SGLang rank answers them as "nothing to do".
+
+use super::kv::KvEvent;
+use super::sglang::SglangEngine;
+use super::timing::LatencyModel;
+use super::vllm::{Engine, PassOutput, Reservation};
+use crate::config::{EngineArgs, EngineType};
+use crate::workload::sharing::PromptBlocks;
+
+/// One engine instance of either kind.
+#[derive(Debug)]
+pub enum Scheduler<M: LatencyModel> {
+    Vllm(Engine<M>),
+    Sglang(SglangEngine<M>),
+}
+
+impl<M: LatencyModel> Scheduler<M> {
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
+        match args.engine_type {
+            EngineType::Sglang => {
+                Scheduler::Sglang(SglangEngine::new(args, model, record_kv_events))
+            }
+            EngineType::Vllm | EngineType::Trtllm => {
+                Scheduler::Vllm(Engine::new(args, model, record_kv_events))
+            }
+        }
+    }
+
+    /// Whether the router sees this engine's KV events at pass end (SGLang) rather than at
+    /// pass start (vLLM).
+    pub fn events_at_pass_end(&self) -> bool {
+        matches!(self, Scheduler::Sglang(_))
+    }
+
+    pub fn has_work(&self) -> bool {
+        match self {
+            Scheduler::Vllm(e) => e.has_work(),
+            Scheduler::Sglang(e) => e.has_work(),
+        }
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        match self {
+            Scheduler::Vllm(e) => e.num_waiting(),
+            Scheduler::Sglang(e) => e.num_waiting(),
+        }
+    }
+
+    pub fn block_size(&self) -> u32 {
+        match self {
+            Scheduler::Vllm(e) => e.block_size(),
+            Scheduler::Sglang(e) => e.block_size(),
+        }
+    }
+
+    /// KV capacity in blocks (pages).
+    pub fn capacity_blocks(&self) -> u32 {
+        match self {
+            Scheduler::Vllm(e) => e.pool().capacity(),
+            Scheduler::Sglang(e) => e.capacity_pages(),
+        }
+    }
+
+    pub fn enqueue(&mut self, req: u32, uuid: u64, input: u32, max_output: u32, shared: u32) {
+        match self {
+            Scheduler::Vllm(e) => e.enqueue(req, uuid, input, max_output, shared),
+            Scheduler::Sglang(e) => e.enqueue(req, input, max_output),
+        }
+    }
+
+    pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
+        match self {
+            Scheduler::Vllm(e) => e.step(prompts, out),
+            Scheduler::Sglang(e) => e.step(prompts, out),
+        }
+    }
+
+    /// Hands every pending KV event to `f`, in order.
+    #[inline]
+    pub fn drain_kv_events(&mut self, mut f: impl FnMut(KvEvent)) {
+        match self {
+            Scheduler::Vllm(e) => {
+                if e.pool().has_events() {
+                    e.pool_mut().drain_events().for_each(f);
+                }
+            }
+            Scheduler::Sglang(e) => {
+                if e.has_events() {
+                    for ev in e.drain_events() {
+                        f(ev);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A request this engine can never hold, if any (for the dead-end message).
+    pub fn oversized(&self) -> Option<(u32, u64)> {
+        match self {
+            Scheduler::Vllm(_) => None,
+            Scheduler::Sglang(e) => e.oversized(),
+        }
+    }
+
+    pub fn plan_stride(&mut self, max: u32, durations: &mut Vec<f64>) -> Option<u32> {
+        match self {
+            Scheduler::Vllm(e) => e.plan_stride(max, durations),
+            Scheduler::Sglang(e) => e.plan_stride(max, durations),
+        }
+    }
+
+    pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
+        match self {
+            Scheduler::Vllm(e) => e.apply_stride(passes, prompts, out),
+            Scheduler::Sglang(e) => e.apply_stride(passes, prompts, out),
+        }
+    }
+
+    pub fn can_reserve(&self, input: u32, prompt: &[u32]) -> bool {
+        match self {
+            Scheduler::Vllm(e) => e.can_reserve(input, prompt),
+            Scheduler::Sglang(_) => false,
+        }
+    }
+
+    pub fn running_full(&self) -> bool {
+        match self {
+            Scheduler::Vllm(e) => e.running_full(),
+            Scheduler::Sglang(_) => true,
+        }
+    }
+
+    pub fn reserve_prebuilt(
+        &mut self,
+        req: u32,
+        uuid: u64,
+        input: u32,
+        max_output: u32,
+        prompt: &[u32],
+    ) -> Option<Reservation> {
+        match self {
+            Scheduler::Vllm(e) => e.reserve_prebuilt(req, uuid, input, max_output, prompt),
+            Scheduler::Sglang(_) => None,
+        }
+    }
+
+    pub fn set_pending_destinations(&mut self, pending: bool) {
+        if let Scheduler::Vllm(e) = self {
+            e.set_pending_destinations(pending);
+        }
+    }
+
+    pub fn activate(&mut self, seq: u32, prompt: &[u32]) {
+        if let Scheduler::Vllm(e) = self {
+            e.activate(seq, prompt);
+        }
+    }
+
+    pub fn release_held(&mut self, req: u32) {
+        if let Scheduler::Vllm(e) = self {
+            e.release_held(req);
+        }
+    }
+}

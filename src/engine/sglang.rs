@@ -1,0 +1,825 @@
+//! One SGLang engine (breadth §1): a waiting queue ordered by the schedule policy, batch
+//! formation under token budgets with `new_token_ratio`, chunked prefill, page-granular KV in a
+//! radix prefix cache ([`RadixCache`]), and one decode step over every running request per pass,
+//! retracting the request with the fewest output tokens when the pool cannot hold the next
+//! tokens. A pass is computed eagerly when it starts; its tokens, completions and KV events
+//! become visible at its end.
+
+use super::kv::KvEvent;
+use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
+use super::timing::{scaled, LatencyModel};
+use super::vllm::PassOutput;
+use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
+use crate::workload::sharing::PromptBlocks;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
+
+/// LPM scores the queue only up to this many waiting requests.
+const LPM_MAX_WAITING: usize = 128;
+/// LPM deprioritises requests with at most this many cached tokens whose first
+/// `ceil(32 / page) × page` tokens repeat an earlier waiting request's.
+const LPM_DUPLICATE_TOKENS: u32 = 32;
+const INIT_NEW_TOKEN_RATIO: f64 = 0.7;
+const MIN_NEW_TOKEN_RATIO_FACTOR: f64 = 0.14;
+const NEW_TOKEN_RATIO_DECAY_STEPS: f64 = 600.0;
+
+#[derive(Debug, Clone, Default)]
+struct Req {
+    req: u32,
+    input: u32,
+    max_output: u32,
+    generated: u32,
+    /// Tokens whose KV exists (prompt chunks computed, outputs).
+    materialized: u32,
+    /// Radix node ending its cached (tree-held, locked) prefix; `NO_NODE` when it holds no KV.
+    node: u32,
+    /// Leading pages held in the tree.
+    cached_pages: u32,
+    /// Its private pages `cached_pages..published_pages` were reported to the router.
+    published_pages: u32,
+}
+
+impl Req {
+    fn len(&self) -> u32 {
+        self.input + self.generated
+    }
+    fn remaining_output(&self) -> u32 {
+        self.max_output - self.generated
+    }
+    fn active(&self) -> bool {
+        self.node != NO_NODE
+    }
+}
+
+/// Settings derived from the engine args.
+#[derive(Debug, Clone)]
+struct Settings {
+    lpm: bool,
+    page: u32,
+    max_prefill_tokens: f64,
+    chunked_prefill_size: u32,
+    clip_max_new_tokens: u32,
+    max_running: usize,
+    init_ratio: f64,
+    min_ratio: f64,
+    ratio_step: f64,
+    total_kv_tokens: u64,
+}
+
+/// One SGLang engine instance.
+#[derive(Debug)]
+pub struct SglangEngine<M: LatencyModel> {
+    args: EngineArgs,
+    s: Settings,
+    model: M,
+    cache: RadixCache,
+    reqs: Vec<Req>,
+    free_reqs: Vec<u32>,
+    waiting: VecDeque<u32>,
+    running: Vec<u32>,
+    new_token_ratio: f64,
+    /// Router view: how many pages hold each shareable content id, and the pending events.
+    record_events: bool,
+    page_refs: FxHashMap<u32, u32>,
+    events: Vec<KvEvent>,
+    /// Scratch buffers reused across passes.
+    evicted: Vec<PageKey>,
+    can_run: Vec<u32>,
+    finished_slots: Vec<u32>,
+}
+
+impl<M: LatencyModel> SglangEngine<M> {
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
+        let g = &args.sglang;
+        let page = args.block_size.max(1);
+        let total_pages = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
+        let init_ratio = INIT_NEW_TOKEN_RATIO * g.schedule_conservativeness;
+        let min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR;
+        let s = Settings {
+            lpm: g.schedule_policy == SchedulePolicy::Lpm,
+            page,
+            max_prefill_tokens: g.max_prefill_tokens as f64,
+            chunked_prefill_size: g.chunked_prefill_size.min(u32::MAX as u64) as u32,
+            clip_max_new_tokens: g.clip_max_new_tokens.min(u32::MAX as u64) as u32,
+            max_running: args
+                .max_num_seqs
+                .map_or(usize::MAX, |n| n.min(usize::MAX as u64) as usize),
+            init_ratio,
+            min_ratio,
+            ratio_step: (init_ratio - min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS,
+            total_kv_tokens: total_pages as u64 * page as u64,
+        };
+        SglangEngine {
+            args: args.clone(),
+            new_token_ratio: s.init_ratio,
+            s,
+            model,
+            cache: RadixCache::new(total_pages),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            record_events: record_kv_events,
+            page_refs: FxHashMap::default(),
+            events: Vec::new(),
+            evicted: Vec::new(),
+            can_run: Vec::new(),
+            finished_slots: Vec::new(),
+        }
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.s.page
+    }
+
+    /// KV capacity in pages.
+    pub fn capacity_pages(&self) -> u32 {
+        self.cache.total_pages()
+    }
+
+    pub fn has_work(&self) -> bool {
+        !self.waiting.is_empty() || !self.running.is_empty()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, KvEvent> {
+        self.events.drain(..)
+    }
+
+    /// Queues a new request.
+    pub fn enqueue(&mut self, req: u32, input: u32, max_output: u32) {
+        let r = Req {
+            req,
+            input,
+            max_output,
+            node: NO_NODE,
+            ..Req::default()
+        };
+        let slot = match self.free_reqs.pop() {
+            Some(i) => {
+                self.reqs[i as usize] = r;
+                i
+            }
+            None => {
+                self.reqs.push(r);
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.waiting.push_back(slot);
+    }
+
+    /// The largest request queued or running that can never fit this engine's KV pool, if
+    /// any: (request, tokens it needs).
+    pub fn oversized(&self) -> Option<(u32, u64)> {
+        self.waiting
+            .iter()
+            .chain(self.running.iter())
+            .map(|&i| &self.reqs[i as usize])
+            .map(|r| {
+                let need = (r.input + r.max_output).div_ceil(self.s.page) * self.s.page;
+                (r.req, need as u64)
+            })
+            .find(|&(_, need)| need > self.s.total_kv_tokens)
+    }
+
+    fn publish(&mut self, key: PageKey) {
+        if self.record_events && PageKeys::is_shared(key) {
+            let id = key as u32;
+            let n = self.page_refs.entry(id).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                self.events.push(KvEvent::Stored(id));
+            }
+        }
+    }
+
+    fn unpublish(&mut self, key: PageKey) {
+        if self.record_events && PageKeys::is_shared(key) {
+            let id = key as u32;
+            if let Some(n) = self.page_refs.get_mut(&id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.page_refs.remove(&id);
+                    self.events.push(KvEvent::Removed(id));
+                }
+            }
+        }
+    }
+
+    fn publish_range(&mut self, keys: &PageKeys, from: u32, to: u32) {
+        if self.record_events {
+            for i in from..to {
+                self.publish(keys.get(i));
+            }
+        }
+    }
+
+    fn evict(&mut self, pages: u32) {
+        let mut removed = std::mem::take(&mut self.evicted);
+        self.cache.evict(pages, &mut removed);
+        for &k in &removed {
+            self.unpublish(k);
+        }
+        removed.clear();
+        self.evicted = removed;
+    }
+
+    fn pages_of(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.s.page)
+    }
+
+    /// First allocation of a request's KV for tokens `..chunk_end`: the cached prefix is
+    /// matched and locked, fresh pages are taken (evicting if needed). Returns the prefix
+    /// length in tokens, or `None` when the pool cannot hold it.
+    fn allocate(&mut self, slot: u32, chunk_end: u32, prompts: &PromptBlocks) -> Option<u32> {
+        let page = self.s.page;
+        let r = &self.reqs[slot as usize];
+        let keys = PageKeys {
+            shared: prompts.of(r.req),
+            req: r.req,
+        };
+        let full = chunk_end / page;
+        let (m, node) = self.cache.match_prefix(&keys, full);
+        let required = self.pages_of(chunk_end - m * page);
+        self.cache.inc_lock(node);
+        let reservable = self.cache.available_pages() as u64 + self.cache.evictable_pages();
+        if required as u64 > reservable {
+            self.cache.dec_lock(node);
+            return None;
+        }
+        let available = self.cache.available_pages();
+        if required > available {
+            self.evict(required - available);
+        }
+        if !self.cache.alloc(required) {
+            self.cache.dec_lock(node);
+            return None;
+        }
+        self.publish_range(&keys, m, full);
+        let r = &mut self.reqs[slot as usize];
+        r.node = node;
+        r.cached_pages = m;
+        r.published_pages = full;
+        r.materialized = chunk_end;
+        Some(m * page)
+    }
+
+    /// Next chunk of a request that already holds KV.
+    fn extend(&mut self, slot: u32, chunk_end: u32, prompts: &PromptBlocks) -> bool {
+        let r = &self.reqs[slot as usize];
+        let (req, mat, published) = (r.req, r.materialized, r.published_pages);
+        let required = self.pages_of(chunk_end) - self.pages_of(mat);
+        let available = self.cache.available_pages();
+        if available < required {
+            self.evict(required - available);
+        }
+        if !self.cache.alloc(required) {
+            return false;
+        }
+        let keys = PageKeys {
+            shared: prompts.of(req),
+            req,
+        };
+        let full = chunk_end / self.s.page;
+        self.publish_range(&keys, published, full);
+        let r = &mut self.reqs[slot as usize];
+        r.published_pages = r.published_pages.max(full);
+        r.materialized = chunk_end;
+        true
+    }
+
+    /// Moves a request's complete pages up to `end` into the tree; copies of pages the tree
+    /// already had are freed. Returns the node ending the path.
+    fn insert_pages(&mut self, slot: u32, end: u32, prompts: &PromptBlocks) -> u32 {
+        let r = &self.reqs[slot as usize];
+        let (req, node, cached, published) = (r.req, r.node, r.cached_pages, r.published_pages);
+        let keys = PageKeys {
+            shared: prompts.of(req),
+            req,
+        };
+        self.publish_range(&keys, published.max(cached), end);
+        let (new_node, added) = self.cache.insert_from(node, cached, &keys, end, true);
+        let dups = end - cached - added;
+        if dups > 0 {
+            self.cache.free(dups);
+            for i in cached..cached + dups {
+                self.unpublish(keys.get(i));
+            }
+        }
+        let r = &mut self.reqs[slot as usize];
+        r.published_pages = r.published_pages.max(end);
+        new_node
+    }
+
+    /// Caches the page-aligned materialised prefix of a running (or chunked) request.
+    fn cache_materialized(&mut self, slot: u32, prompts: &PromptBlocks) {
+        let r = &self.reqs[slot as usize];
+        let aligned = r.materialized / self.s.page;
+        if aligned == 0 || aligned <= r.cached_pages {
+            return;
+        }
+        let old = r.node;
+        let new_node = self.insert_pages(slot, aligned, prompts);
+        if new_node != old {
+            self.cache.inc_lock(new_node);
+            self.cache.dec_lock(old);
+        }
+        let r = &mut self.reqs[slot as usize];
+        r.node = new_node;
+        r.cached_pages = aligned;
+    }
+
+    /// A finished request leaves its complete pages in the tree (unlocked) and frees the rest.
+    fn finish(&mut self, slot: u32, prompts: &PromptBlocks) {
+        let r = &self.reqs[slot as usize];
+        if r.active() {
+            let complete = r.len().min(r.materialized) / self.s.page;
+            let held = self.pages_of(r.materialized);
+            let old = r.node;
+            self.cache.free(held - complete);
+            if complete > 0 {
+                self.insert_pages(slot, complete, prompts);
+            }
+            self.cache.dec_lock(old);
+        }
+        self.free_reqs.push(slot);
+    }
+
+    /// Releases the KV of a retracted request: its private pages go back to the pool, its
+    /// cached prefix is unlocked. Generated tokens are kept (it re-prefills them).
+    fn retract(&mut self, slot: u32, prompts: &PromptBlocks) {
+        let r = &self.reqs[slot as usize];
+        let (req, node, cached, published) = (r.req, r.node, r.cached_pages, r.published_pages);
+        let private = self.pages_of(r.materialized) - cached;
+        self.cache.free(private);
+        let keys = PageKeys {
+            shared: prompts.of(req),
+            req,
+        };
+        for i in cached..published {
+            self.unpublish(keys.get(i));
+        }
+        self.cache.dec_lock(node);
+        let r = &mut self.reqs[slot as usize];
+        r.node = NO_NODE;
+        r.materialized = 0;
+        r.cached_pages = 0;
+        r.published_pages = 0;
+    }
+
+    /// LPM ordering of the waiting queue (breadth §1.8).
+    fn order_waiting(&mut self, prompts: &PromptBlocks) {
+        if !self.s.lpm || self.waiting.len() > LPM_MAX_WAITING {
+            return;
+        }
+        let page = self.s.page;
+        let dup_pages = LPM_DUPLICATE_TOKENS.div_ceil(page);
+        let mut seen: FxHashSet<Vec<PageKey>> = FxHashSet::default();
+        let mut scored: Vec<(bool, std::cmp::Reverse<u32>, u32)> =
+            Vec::with_capacity(self.waiting.len());
+        for &slot in &self.waiting {
+            let r = &self.reqs[slot as usize];
+            let keys = PageKeys {
+                shared: prompts.of(r.req),
+                req: r.req,
+            };
+            let len = r.len();
+            let prefix = self.cache.prefix_match_len(&keys, len / page) * page;
+            let deprioritized = prefix <= LPM_DUPLICATE_TOKENS
+                && len >= dup_pages * page
+                && !seen.insert((0..dup_pages).map(|i| keys.get(i)).collect());
+            scored.push((deprioritized, std::cmp::Reverse(prefix), slot));
+        }
+        // Stable: ties keep their queue order.
+        scored.sort_by_key(|x| (x.0, x.1));
+        self.waiting.clear();
+        self.waiting.extend(scored.iter().map(|x| x.2));
+    }
+
+    /// Runs one pass starting now; returns its duration in ms.
+    pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
+        out.clear();
+        let page = self.s.page;
+        self.order_waiting(prompts);
+
+        // 1. Batch formation (breadth §1.4).
+        let clip = self.s.clip_max_new_tokens;
+        let reserved: f64 = self
+            .running
+            .iter()
+            .map(|&i| {
+                self.reqs[i as usize].remaining_output().min(clip) as f64 * self.new_token_ratio
+            })
+            .sum();
+        let mut rem_total = ((self.cache.available_pages() as u64 + self.cache.evictable_pages())
+            * page as u64) as f64
+            - reserved;
+        let mut rem_input = self.s.max_prefill_tokens;
+        let mut rem_chunk = self.s.chunked_prefill_size as f64;
+        let slots = self.s.max_running.saturating_sub(self.running.len());
+        let mut can_run = std::mem::take(&mut self.can_run);
+        can_run.clear();
+        let mut oom = false;
+        let (mut total_isl, mut total_prefix) = (0u64, 0u64);
+        while can_run.len() < slots {
+            let Some(&slot) = self.waiting.front() else {
+                break;
+            };
+            let r = &self.reqs[slot as usize];
+            let extend = r.len() - r.materialized;
+            if extend == 0 {
+                break;
+            }
+            let chunk = if extend <= self.s.chunked_prefill_size {
+                extend
+            } else {
+                let c = (rem_chunk as u64 / page as u64 * page as u64) as u32;
+                if c == 0 {
+                    break;
+                }
+                c.min(extend)
+            };
+            let charged = (chunk.div_ceil(page) * page) as f64;
+            let reserve_out = if chunk < extend {
+                0
+            } else {
+                r.remaining_output().min(clip)
+            };
+            if charged + reserve_out as f64 >= rem_total
+                || charged > rem_input
+                || charged > rem_chunk
+            {
+                break;
+            }
+            let mat = r.materialized;
+            let chunk_end = mat + chunk;
+            let old_alloc = self.pages_of(mat) * page;
+            let prefix = if mat > 0 {
+                self.extend(slot, chunk_end, prompts).then_some(mat)
+            } else {
+                self.allocate(slot, chunk_end, prompts)
+            };
+            let Some(prefix) = prefix else {
+                oom = true;
+                break;
+            };
+            self.waiting.pop_front();
+            out.admitted.push((self.reqs[slot as usize].req, prefix));
+            total_isl += chunk_end as u64;
+            total_prefix += prefix as u64;
+            let new_alloc = self.pages_of(chunk_end) * page;
+            rem_total -= (new_alloc - old_alloc + reserve_out) as f64;
+            rem_input -= charged;
+            rem_chunk -= charged;
+            can_run.push(slot);
+            if rem_chunk <= 0.0 {
+                break;
+            }
+        }
+        if oom {
+            self.new_token_ratio = self.s.init_ratio;
+        }
+
+        let is_decode_worker = self.args.worker_type == WorkerType::Decode;
+        let batch = can_run.len() as u64;
+        let mut prefill_ms = 0.0;
+        if batch > 0 && !is_decode_worker {
+            prefill_ms = scaled(
+                self.model
+                    .prefill_ms(batch, total_isl / batch, total_prefix / batch),
+                self.args.speedup_ratio,
+            );
+        }
+        if batch > 0 {
+            out.progressed = true;
+        }
+        // A partly prefilled request caches what it has and goes back to the queue's front.
+        for &slot in &can_run {
+            let r = &self.reqs[slot as usize];
+            if r.materialized < r.len() {
+                self.cache_materialized(slot, prompts);
+                self.waiting.push_front(slot);
+            } else {
+                self.running.push(slot);
+            }
+        }
+        self.can_run = can_run;
+
+        // 2. One decode step over all running requests.
+        let (decode_ms, retracted) = self.decode(prompts, out);
+        if retracted {
+            self.new_token_ratio = self.s.init_ratio;
+        }
+        self.new_token_ratio = (self.new_token_ratio - self.s.ratio_step).max(self.s.min_ratio);
+        out.prefill_ms = prefill_ms;
+        out.decode_ms = decode_ms;
+        prefill_ms + decode_ms
+    }
+
+    /// Page growth (in pages) the running requests need for their next token.
+    fn growth_pages(&self) -> u32 {
+        let page = self.s.page;
+        self.running
+            .iter()
+            .filter(|&&i| self.reqs[i as usize].len().is_multiple_of(page))
+            .count() as u32
+    }
+
+    /// The decode step (breadth §1.6, §1.7). Returns (duration, whether it retracted).
+    fn decode(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> (f64, bool) {
+        // Requests with nothing left to generate complete without a token.
+        let mut k = 0;
+        while k < self.running.len() {
+            let slot = self.running[k];
+            if self.reqs[slot as usize].remaining_output() == 0 {
+                self.running.remove(k);
+                self.complete(slot, prompts, out);
+            } else {
+                k += 1;
+            }
+        }
+        if self.running.is_empty() {
+            return (0.0, false);
+        }
+        // Retract until the pool can hold every running request's next token.
+        let mut retracted: Vec<u32> = Vec::new();
+        loop {
+            let room = self.cache.available_pages() as u64 + self.cache.evictable_pages();
+            if room >= self.growth_pages() as u64 || self.running.len() <= 1 {
+                break;
+            }
+            let (idx, _) = self
+                .running
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &i)| self.reqs[i as usize].generated)
+                .expect("more than one running");
+            let slot = self.running.remove(idx);
+            self.retract(slot, prompts);
+            retracted.push(slot);
+        }
+        let any_retracted = !retracted.is_empty();
+        for &slot in retracted.iter().rev() {
+            self.waiting.push_front(slot);
+        }
+        if any_retracted {
+            out.preempted += retracted.len() as u32;
+            out.progressed = true;
+        }
+        let growth = self.growth_pages();
+        let available = self.cache.available_pages();
+        if available < growth {
+            self.evict(growth - available);
+        }
+        if !self.cache.alloc(growth) {
+            // DynoSim's step ends here without tokens (the pass takes no decode time).
+            return (0.0, any_retracted);
+        }
+        let n = self.running.len() as u64;
+        let total_context: u64 = self
+            .running
+            .iter()
+            .map(|&i| self.reqs[i as usize].len() as u64)
+            .sum();
+        let decode_ms = self.decode_time(n, total_context);
+        out.progressed = true;
+        self.decode_tokens(prompts, out, true);
+        (decode_ms, any_retracted)
+    }
+
+    /// Every running request generates one token (its page growth already taken); those that
+    /// reach their output length complete, the others cache their new complete pages.
+    fn decode_tokens(&mut self, prompts: &PromptBlocks, out: &mut PassOutput, emit: bool) {
+        let mut finished = std::mem::take(&mut self.finished_slots);
+        finished.clear();
+        for k in 0..self.running.len() {
+            let slot = self.running[k];
+            let r = &mut self.reqs[slot as usize];
+            r.generated += 1;
+            r.materialized += 1;
+            if emit {
+                out.emitted.push((r.req, r.generated));
+            }
+            if r.generated >= r.max_output {
+                finished.push(slot);
+            } else {
+                self.cache_materialized(slot, prompts);
+            }
+        }
+        if !finished.is_empty() {
+            self.running.retain(|s| !finished.contains(s));
+            for &slot in &finished {
+                self.complete(slot, prompts, out);
+            }
+        }
+        self.finished_slots = finished;
+    }
+
+    fn decode_time(&self, n: u64, total_context: u64) -> f64 {
+        let active = total_context.min(self.s.total_kv_tokens);
+        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
+        scaled(
+            self.model
+                .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
+            ratio,
+        )
+    }
+
+    /// Plans a stride of pure decode passes (nothing waiting, no retraction, no eviction the
+    /// router would see, no completion before the last pass): such passes differ only in duration, which
+    /// `durations` receives, one per pass (at most `max_passes`). Returns the number of passes
+    /// (at least 2), or `None` when the next pass differs.
+    pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
+        durations.clear();
+        if !self.waiting.is_empty() || self.running.is_empty() {
+            return None;
+        }
+        let page = self.s.page;
+        let mut k = max_passes;
+        let mut ctx = 0u64;
+        for &i in &self.running {
+            let r = &self.reqs[i as usize];
+            if r.remaining_output() == 0 {
+                return None;
+            }
+            k = k.min(r.remaining_output());
+            ctx += r.len() as u64;
+        }
+        if k < 2 {
+            return None;
+        }
+        let n = self.running.len() as u64;
+        // Pages the passes may take: free ones, and evictable ones unless the router would see
+        // the evictions (its events become visible at pass ends).
+        let mut free = self.cache.available_pages() as u64;
+        if !self.record_events {
+            free += self.cache.evictable_pages();
+        }
+        for pass in 0..k {
+            let growth = self
+                .running
+                .iter()
+                .filter(|&&i| (self.reqs[i as usize].len() + pass).is_multiple_of(page))
+                .count() as u64;
+            if growth > free {
+                break;
+            }
+            free -= growth;
+            durations.push(self.decode_time(n, ctx + pass as u64 * n));
+        }
+        if durations.len() < 2 {
+            durations.clear();
+            return None;
+        }
+        Some(durations.len() as u32)
+    }
+
+    /// Applies `passes` passes planned by [`SglangEngine::plan_stride`] (possibly fewer than
+    /// planned); `out.emitted` gets each request's generated count after them.
+    pub fn apply_stride(&mut self, passes: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
+        out.clear();
+        let mut slots = std::mem::take(&mut self.can_run);
+        slots.clear();
+        slots.extend_from_slice(&self.running);
+        for _ in 0..passes {
+            let growth = self.growth_pages();
+            let available = self.cache.available_pages();
+            if available < growth {
+                self.evict(growth - available);
+            }
+            let ok = self.cache.alloc(growth);
+            debug_assert!(ok, "stride allocation failed");
+            self.new_token_ratio = (self.new_token_ratio - self.s.ratio_step).max(self.s.min_ratio);
+            self.decode_tokens(prompts, out, false);
+        }
+        // Completions happen only in the last pass; a finished request's slot keeps its counts
+        // until the slot is reused by a later `enqueue`.
+        for &slot in &slots {
+            let r = &self.reqs[slot as usize];
+            out.emitted.push((r.req, r.generated));
+        }
+        self.can_run = slots;
+        out.progressed = true;
+    }
+
+    fn complete(&mut self, slot: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
+        out.finished.push(self.reqs[slot as usize].req);
+        self.finish(slot, prompts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EngineType, SglangArgs};
+    use crate::engine::timing::Polynomial;
+
+    fn args(blocks: u64, page: u32) -> EngineArgs {
+        EngineArgs {
+            engine_type: EngineType::Sglang,
+            sglang: SglangArgs::default(),
+            num_gpu_blocks: blocks,
+            block_size: page,
+            ..EngineArgs::default()
+        }
+    }
+
+    fn run(e: &mut SglangEngine<Polynomial>, prompts: &PromptBlocks) -> (Vec<u32>, u32) {
+        let mut out = PassOutput::default();
+        let mut finished = Vec::new();
+        let mut retracted = 0;
+        for _ in 0..10_000 {
+            if !e.has_work() {
+                break;
+            }
+            e.step(prompts, &mut out);
+            assert!(
+                out.progressed,
+                "no progress: running {} waiting {} avail {} evictable {}",
+                e.running.len(),
+                e.waiting.len(),
+                e.cache.available_pages(),
+                e.cache.evictable_pages()
+            );
+            retracted += out.preempted;
+            finished.extend_from_slice(&out.finished);
+        }
+        finished.sort();
+        (finished, retracted)
+    }
+
+    #[test]
+    fn single_request_prefill_then_decode_in_the_same_pass() {
+        let mut e = SglangEngine::new(&args(16384, 1), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(1, &[&[]]);
+        e.enqueue(0, 2048, 3);
+        let mut out = PassOutput::default();
+        let t = e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        // The first token comes at the end of the pass that prefilled it.
+        assert_eq!(out.emitted, vec![(0, 1)]);
+        assert!((out.prefill_ms - 49.363).abs() < 1e-3);
+        assert!(out.decode_ms > 0.0 && t > out.prefill_ms);
+        let (finished, _) = run(&mut e, &prompts);
+        assert_eq!(finished, vec![0]);
+        assert_eq!(
+            e.cache.available_pages() as u64 + e.cache.evictable_pages(),
+            16384
+        );
+    }
+
+    #[test]
+    fn long_prompt_is_chunked_and_reports_its_own_chunks_as_reuse() {
+        let mut e = SglangEngine::new(&args(100_000, 1), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(1, &[&[]]);
+        e.enqueue(0, 20_000, 2);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        assert!(out.emitted.is_empty());
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 8192)]);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 16384)]);
+        assert_eq!(out.emitted, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn small_pool_retracts_the_request_with_fewest_outputs_and_finishes() {
+        // A low conservativeness admits more than the pool can grow into.
+        let mut a = args(64, 4);
+        a.sglang.schedule_conservativeness = 0.05;
+        let mut e = SglangEngine::new(&a, Polynomial, false);
+        let prompts = PromptBlocks::from_lists(4, &[&[], &[], &[]]);
+        e.enqueue(0, 40, 60);
+        e.enqueue(1, 40, 60);
+        e.enqueue(2, 40, 60);
+        let (finished, retracted) = run(&mut e, &prompts);
+        assert_eq!(finished, vec![0, 1, 2]);
+        assert!(retracted > 0);
+    }
+
+    #[test]
+    fn shared_prefix_is_reused_from_the_radix_cache() {
+        let mut e = SglangEngine::new(&args(1000, 4), Polynomial, true);
+        let prompts = PromptBlocks::from_lists(4, &[&[1, 2, 3], &[1, 2, 3]]);
+        e.enqueue(0, 14, 2);
+        run(&mut e, &prompts);
+        let stored = e
+            .drain_events()
+            .filter(|ev| matches!(ev, KvEvent::Stored(_)))
+            .count();
+        assert_eq!(stored, 3);
+        e.enqueue(1, 14, 2);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(1, 12)]);
+    }
+}

@@ -1,0 +1,143 @@
+//! Which leaderboard columns come first and how numbers are written for people: the key metrics
+//! of a spec (`rank_by`, then `require`, then `pareto`) ahead of every other metric, and short
+//! numbers for screens (the CSV's 10 significant digits live in `values`). Shared by the CSV, the console table, `leaderboard.md` and `report.html`; it formats and
+//! orders, it never ranks.
+
+use super::spec::{Bound, Objective};
+pub use super::values::{csv_number, float_sig, CSV_SIGNIFICANT_DIGITS};
+use serde_json::Value;
+
+/// The metrics a spec asks about, in the order `rank_by`, `require`, `pareto`, each once;
+/// `gpus` is left out (it has its own column).
+pub fn key_metrics(rank_by: &[Objective], require: &[Bound], pareto: &[Objective]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let names = rank_by
+        .iter()
+        .map(|o| &o.metric)
+        .chain(require.iter().map(|b| &b.metric))
+        .chain(pareto.iter().map(|o| &o.metric));
+    for m in names {
+        if m != "gpus" && !out.contains(m) {
+            out.push(m.clone());
+        }
+    }
+    out
+}
+
+/// `all` (sorted metric names) with the `key` metrics first, in their order; each name once.
+/// Key metrics no row has are left out.
+pub fn ordered_metrics(key: &[String], all: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = key.iter().filter(|k| all.contains(k)).cloned().collect();
+    out.extend(all.iter().filter(|m| !key.contains(m)).cloned());
+    out
+}
+
+/// A number for a table read on screen: integers whole, other values with two decimals (four
+/// significant digits below 1).
+pub fn short_number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x}")
+    } else if x.abs() < 1.0 {
+        float_sig(x, 4)
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A report value for a table read on screen (see [`short_number`]); text as it is.
+pub fn short_value(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Number(n)) => n.as_f64().map(short_number).unwrap_or_default(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// `text` cut to `width` characters, with `…` as the last one when cut.
+pub fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut s: String = text.chars().take(width - 1).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(maximize: bool, m: &str) -> Objective {
+        Objective {
+            maximize,
+            metric: m.into(),
+        }
+    }
+
+    #[test]
+    fn key_metrics_in_spec_order_once() {
+        let require = [Bound {
+            metric: "p99_ttft_ms".into(),
+            min: None,
+            max: Some(1.0),
+        }];
+        let k = key_metrics(
+            &[
+                obj(true, "goodput_request_throughput_rps"),
+                obj(false, "gpus"),
+            ],
+            &require,
+            &[obj(true, "p99_ttft_ms"), obj(true, "a")],
+        );
+        assert_eq!(k, ["goodput_request_throughput_rps", "p99_ttft_ms", "a"]);
+        let all: Vec<String> = ["a", "b", "c", "p99_ttft_ms"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(ordered_metrics(&k, &all), ["p99_ttft_ms", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn ten_significant_digits() {
+        let t = |v: Value| match v {
+            Value::Number(n) => csv_number(&n),
+            _ => unreachable!(),
+        };
+        assert_eq!(t(json!(1162.7352491641798)), "1162.735249");
+        assert_eq!(t(json!(0.1 + 0.2)), "0.3");
+        assert_eq!(t(json!(2348334622.3617268)), "2348334622");
+        assert_eq!(t(json!(12345678901234.5)), "12345678900000");
+        assert_eq!(t(json!(1.5e-7)), "0.00000015");
+        assert_eq!(t(json!(0.08169232467879517)), "0.08169232468");
+        assert_eq!(t(json!(123456789012345_i64)), "123456789012345");
+        assert_eq!(t(json!(2.0)), "2");
+        assert_eq!(t(json!(-3.25)), "-3.25");
+        for x in [1.0 / 3.0, 98765.43210987654, 1e-12 / 7.0, 6.02e23] {
+            let s = float_sig(x, 10);
+            let back: f64 = s.parse().unwrap();
+            assert!(((back - x) / x).abs() < 1e-9, "{x} -> {s}");
+            let digits: String = s
+                .chars()
+                .filter(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .trim_start_matches('0')
+                .trim_end_matches('0')
+                .to_string();
+            assert!(digits.len() <= 10, "{x} -> {s}");
+        }
+    }
+
+    #[test]
+    fn screen_numbers_and_shortening() {
+        assert_eq!(short_number(350.03888), "350.04");
+        assert_eq!(short_number(12.0), "12");
+        assert_eq!(short_number(0.0816923), "0.08169");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abc", 4), "abc");
+    }
+}
