@@ -153,6 +153,10 @@ fn unsupported_features_are_refused() {
             &["num_g2_blocks", "not supported"],
         ),
         (
+            "T --extra-engine-args {\"aic_backend\":\"vllm\",\"aic_model_path\":\"m\",\"aic_backend_version\":\"1\",\"aic_nextn\":1}",
+            &["aic_nextn", "not supported"],
+        ),
+        (
             "T --router-config {\"router_prefill_load_model\":\"aic\"}",
             &["router_prefill_load_model", "not supported"],
         ),
