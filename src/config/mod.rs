@@ -234,6 +234,8 @@ impl Default for RouterConfig {
 }
 
 /// The worker pools of one deployment.
+// One value per simulation, never in a hot loop: the variants' size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Topology {
     Aggregated {
