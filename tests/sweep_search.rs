@@ -386,3 +386,33 @@ fn duplicate_points_run_once() {
     // Simulated once: one line per point in points.jsonl, the copy included.
     assert_eq!(read(out.join("points.jsonl")).lines().count(), 4);
 }
+
+/// Engine keys an engine type never reads make no new simulation: SGLang ignores
+/// `max_num_batched_tokens` and `enable_prefix_caching`, vLLM the `sglang` object; a key the
+/// engine does read (`max_num_seqs`) still does.
+#[test]
+fn engine_keys_without_effect_make_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "e.yaml",
+        "workload: {input_tokens: 256, output_tokens: 16, request_count: 40, request_rate: 50}\n\
+         num_workers: 2\n\
+         grid:\n  topology:\n\
+         \x20   - {engine.engine_type: sglang, engine.block_size: 16, engine.max_num_batched_tokens: [512, 8192]}\n\
+         \x20   - {engine.engine_type: sglang, engine.block_size: 16, engine.enable_prefix_caching: false}\n\
+         \x20   - {engine.engine_type: sglang, engine.block_size: 16, engine.max_num_seqs: 4}\n\
+         \x20   - {engine.sglang.page_size: [16, 32]}\n",
+    );
+    let o = dynosim()
+        .args(["sweep", spec.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[1].ends_with("(same as point 0)"), "{stdout}");
+    assert!(lines[2].ends_with("(same as point 0)"), "{stdout}");
+    assert!(!lines[3].contains("same as"), "{stdout}");
+    assert!(!lines[4].contains("same as"), "{stdout}");
+    assert!(lines[5].ends_with("(same as point 4)"), "{stdout}");
+}

@@ -171,6 +171,30 @@ impl Default for EngineArgs {
 }
 
 impl EngineArgs {
+    /// The same engine with the settings its engine type never reads put back to their
+    /// defaults: two engines whose `without_unread` are equal simulate identically. SGLang does
+    /// not read `max_num_batched_tokens`, `enable_prefix_caching`, `enable_chunked_prefill` or
+    /// `preemption_mode`; TRT-LLM never preempts, so not `preemption_mode` either; vLLM and
+    /// TRT-LLM ignore the `sglang` object.
+    pub fn without_unread(&self) -> EngineArgs {
+        let d = EngineArgs::default();
+        let mut e = self.clone();
+        match e.engine_type {
+            EngineType::Sglang => {
+                e.max_num_batched_tokens = d.max_num_batched_tokens;
+                e.enable_prefix_caching = d.enable_prefix_caching;
+                e.enable_chunked_prefill = d.enable_chunked_prefill;
+                e.preemption_mode = d.preemption_mode;
+            }
+            EngineType::Trtllm => {
+                e.preemption_mode = d.preemption_mode;
+                e.sglang = d.sglang;
+            }
+            EngineType::Vllm => e.sglang = d.sglang,
+        }
+        e
+    }
+
     /// Warnings DynoSim prints for accepted but odd settings (e.g. an unknown SGLang policy).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
@@ -251,6 +275,31 @@ pub enum Topology {
 }
 
 impl Topology {
+    /// The same pools with each engine's unread settings at their defaults (see
+    /// [`EngineArgs::without_unread`]).
+    pub fn without_unread(&self) -> Topology {
+        match self {
+            Topology::Aggregated {
+                num_workers,
+                engine,
+            } => Topology::Aggregated {
+                num_workers: *num_workers,
+                engine: engine.without_unread(),
+            },
+            Topology::Disaggregated {
+                num_prefill_workers,
+                prefill,
+                num_decode_workers,
+                decode,
+            } => Topology::Disaggregated {
+                num_prefill_workers: *num_prefill_workers,
+                prefill: prefill.without_unread(),
+                num_decode_workers: *num_decode_workers,
+                decode: decode.without_unread(),
+            },
+        }
+    }
+
     /// Total simulated GPUs of the deployment.
     pub fn gpus(&self) -> u64 {
         match self {

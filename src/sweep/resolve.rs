@@ -138,9 +138,11 @@ pub struct ResolvedPoint {
 
 impl ResolvedPoint {
     /// What makes two points the same simulation: the resolved configuration and workload,
-    /// without what the simulation never reads (the KV router's settings under round robin).
+    /// without what the simulation never reads (the KV router's settings under round robin,
+    /// engine keys the engine type ignores).
     pub fn identity_key(&self) -> String {
         let mut effective = self.config.clone();
+        effective.topology = effective.topology.without_unread();
         if effective.router_mode == RouterMode::RoundRobin {
             effective.router = RouterConfig::default();
         }
