@@ -65,14 +65,14 @@ fn sweep_ok(spec: &Path, out: &Path, extra: &[&str]) {
     );
 }
 
-/// Early stop never changes a status: every point is `ok` or `infeasible` exactly as when run
-/// to the end, on bounds of every kind it can stop on (percentiles, max and means of TTFT,
-/// end-to-end latency and ITL), on a trace and on synthetic workloads.
-
 /// A float as `leaderboard.csv` writes it.
 fn csv10(x: f64) -> String {
     dynosim::sweep::values::float_sig(x, dynosim::sweep::values::CSV_SIGNIFICANT_DIGITS)
 }
+
+/// Early stop never changes a status: every point is `ok` or `infeasible` exactly as when run
+/// to the end, on bounds of every kind it can stop on (percentiles, max and means of TTFT,
+/// end-to-end latency and ITL), on a trace and on synthetic workloads.
 
 #[test]
 fn early_stop_keeps_every_status() {
