@@ -159,20 +159,21 @@ fn v5_conversation_trace_disaggregated() {
     tutorial_case(5);
 }
 
-/// Further configurations: other worker counts, engine args (preemption, DP ranks, max_model_len,
-/// chunked prefill off, speed-ups), Poisson arrivals, SLA goodput, eviction, non-dividing block
-/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin, multi-turn
-/// sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
-#[test]
-fn further_configurations_match_the_reference() {
-    let dir = root().join("tests/data/reference/extra");
+/// Runs every case of `tests/data/reference/<table>/cases.tsv` (name TAB flags; the words
+/// TRACES, FMT and PROFILES stand for the test-data folders) and compares each report with the
+/// reference's `<name>.json` there; at least `min_cases` must be checked in.
+fn reference_table_matches(table: &str, min_cases: usize) {
+    let dir = root().join("tests/data/reference").join(table);
     let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
-    let traces = root().join("tests/data/traces");
+    let folder = |f: &str| root().join("tests/data").join(f).display().to_string();
     let mut failures = Vec::new();
     let mut n = 0;
     for line in cases.lines().filter(|l| !l.trim().is_empty()) {
         let (name, args) = line.split_once('\t').unwrap();
-        let args = args.replace("TRACES", &traces.display().to_string());
+        let args = args
+            .replace("FMT", &folder("formats"))
+            .replace("TRACES", &folder("traces"))
+            .replace("PROFILES", &folder("profiles"));
         let tmp = tempfile::tempdir().unwrap();
         let ours = run(&args, tmp.path());
         let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
@@ -181,8 +182,17 @@ fn further_configurations_match_the_reference() {
         }
         n += 1;
     }
-    assert!(n >= 15, "expected the checked-in cases, found {n}");
+    assert!(n >= min_cases, "expected the checked-in cases, found {n}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Further configurations: other worker counts, engine args (preemption, DP ranks, max_model_len,
+/// chunked prefill off, speed-ups), Poisson arrivals, SLA goodput, eviction, non-dividing block
+/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin, multi-turn
+/// sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
+#[test]
+fn further_configurations_match_the_reference() {
+    reference_table_matches("extra", 15);
 }
 
 /// Measured timing profiles (`planner_profile_data`, NPZ): the shared H200-like example and a
@@ -192,24 +202,7 @@ fn further_configurations_match_the_reference() {
 /// were produced by DynoSim 1.4.2 with the same NPZ files.
 #[test]
 fn measured_profiles_match_the_reference() {
-    let dir = root().join("tests/data/reference/profiles");
-    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
-    let profiles = root().join("tests/data/profiles");
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, args) = line.split_once('\t').unwrap();
-        let args = args.replace("PROFILES", &profiles.display().to_string());
-        let tmp = tempfile::tempdir().unwrap();
-        let ours = run(&args, tmp.path());
-        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
-        if !bad.is_empty() {
-            failures.push(format!("{name}: {}", bad.join("; ")));
-        }
-        n += 1;
-    }
-    assert!(n >= 8, "expected the checked-in cases, found {n}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    reference_table_matches("profiles", 8);
 }
 
 /// Every trace format (dynamo shards and agentic sessions, agentic_mooncake dependencies,
@@ -220,29 +213,7 @@ fn measured_profiles_match_the_reference() {
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]
 fn trace_formats_and_trtllm_match_the_reference() {
-    let dir = root().join("tests/data/reference/formats");
-    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
-    let formats = root().join("tests/data/formats");
-    let traces = root().join("tests/data/traces");
-    let profiles = root().join("tests/data/profiles");
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, args) = line.split_once('\t').unwrap();
-        let args = args
-            .replace("FMT", &formats.display().to_string())
-            .replace("TRACES", &traces.display().to_string())
-            .replace("PROFILES", &profiles.display().to_string());
-        let tmp = tempfile::tempdir().unwrap();
-        let ours = run(&args, tmp.path());
-        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
-        if !bad.is_empty() {
-            failures.push(format!("{name}: {}", bad.join("; ")));
-        }
-        n += 1;
-    }
-    assert!(n >= 20, "expected the checked-in cases, found {n}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    reference_table_matches("formats", 20);
 }
 
 #[test]
@@ -389,24 +360,7 @@ fn hand_off_records_match(name: &str) {
 /// profile timing, and kv_router on two and three workers (no cost ties in these runs).
 #[test]
 fn sglang_configurations_match_the_reference() {
-    let dir = root().join("tests/data/reference/sglang");
-    let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
-    let traces = root().join("tests/data/traces");
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, args) = line.split_once('\t').unwrap();
-        let args = args.replace("TRACES", &traces.display().to_string());
-        let tmp = tempfile::tempdir().unwrap();
-        let ours = run(&args, tmp.path());
-        let bad = compare(&ours, &load(&dir.join(format!("{name}.json"))));
-        if !bad.is_empty() {
-            failures.push(format!("{name}: {}", bad.join("; ")));
-        }
-        n += 1;
-    }
-    assert!(n >= 10, "expected the checked-in cases, found {n}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    reference_table_matches("sglang", 10);
 }
 
 /// Where an SGLang worker's pool cannot hold a request's prompt and output, DynoSim 1.4.2 ends
