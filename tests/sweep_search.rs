@@ -432,3 +432,29 @@ fn engine_keys_without_effect_make_duplicates() {
     assert!(!lines[4].contains("same as"), "{stdout}");
     assert!(lines[5].ends_with("(same as point 4)"), "{stdout}");
 }
+
+/// A capacity search resumed into a folder that holds a grid run's finished points keeps them
+/// (in points-archive.jsonl), as a grid resume does: nothing finished is dropped.
+#[test]
+fn capacity_search_keeps_earlier_finished_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = write_spec(
+        dir.path(),
+        "g.yaml",
+        "workload: {input_tokens: 256, output_tokens: 16, request_count: 40, request_rate: 50}\n\
+         grid:\n  num_workers: [1, 2]\n",
+    );
+    let out = dir.path().join("o");
+    sweep_ok(&grid, &out, &[]);
+    let finished: Vec<String> = read(out.join("points.jsonl"))
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(finished.len(), 2);
+    let search = write_spec(dir.path(), "s.yaml", SEARCH_SPEC);
+    sweep_ok(&search, &out, &["--resume"]);
+    let archive = read(out.join("points-archive.jsonl"));
+    for line in &finished {
+        assert!(archive.lines().any(|l| l == line), "lost: {line}");
+    }
+}

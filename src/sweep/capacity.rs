@@ -13,16 +13,16 @@
 //! probes contradict it (it meets every bound at `high` but misses one at `low`) keeps the
 //! bracket it has, and its row says `non_monotone` in `reason`.
 
+use super::archive;
 use super::execute::execute;
 use super::record::{
-    file_sha256, parse_points_with, record_line, workload_identity, write_atomic, PointRecord,
-    PointsWriter, SearchOutcome, Status, SweepMeta, DYNOSIM_VERSION, META_FILE, POINTS_FILE,
-    SPEC_FILE,
+    parse_points_with, workload_identity, write_atomic, PointRecord, PointsWriter, SearchOutcome,
+    Status,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
 use super::runner::{
-    check_output_dir, dry_run_text, output_dir, reuse, run_one, stop_bounds, unwritable,
-    write_leaderboards, Backend,
+    check_output_dir, dry_run_text, output_dir, prepare_folder, reuse, run_one, stop_bounds,
+    trace_identities, unwritable, write_leaderboards, Backend,
 };
 use super::spec::{CapacitySearch, Spec};
 use super::{SweepError, SweepOptions, SweepOutcome};
@@ -413,22 +413,7 @@ pub(crate) fn run_search(
     } else {
         HashMap::new()
     };
-    let mut trace_sha: HashMap<PathBuf, String> = HashMap::new();
-    for p in &points {
-        if let WorkloadSource::Trace { paths, .. } = &p.workload {
-            for path in paths {
-                if !trace_sha.contains_key(path) {
-                    let sha = file_sha256(path).map_err(|e| {
-                        SweepError::Input(InputError::new(format!(
-                            "cannot read trace {}: {e}",
-                            path.display()
-                        )))
-                    })?;
-                    trace_sha.insert(path.clone(), sha);
-                }
-            }
-        }
-    }
+    let trace_sha = trace_identities(&points)?;
     let workloads = Workloads {
         backend,
         loaded: Mutex::new(HashMap::new()),
@@ -474,22 +459,14 @@ pub(crate) fn run_search(
         return Ok(outcome);
     }
 
-    std::fs::create_dir_all(&dir).map_err(|e| unwritable(&dir, e))?;
-    write_atomic(&dir.join(SPEC_FILE), spec.text.as_bytes()).map_err(|e| unwritable(&dir, e))?;
-    let meta = SweepMeta {
-        name: spec.name.clone(),
-        spec_file: spec.file.display().to_string(),
-        spec_sha256: spec.sha256.clone(),
-        dynosim_version: DYNOSIM_VERSION.to_string(),
-        points_total: total,
-        shard: shard.map(|(k, n)| [k, n]),
+    // Finished points already in the folder (a grid run's, or an earlier search's rows) are
+    // archived, never dropped; the probes are what a resumed search reuses.
+    let earlier = if opts.resume {
+        archive::read_previous(&dir).map_err(|e| unwritable(&dir, e))?
+    } else {
+        archive::Previous::default()
     };
-    let meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-    write_atomic(&dir.join(META_FILE), &meta_bytes).map_err(|e| unwritable(&dir, e))?;
-    settled.sort_by_key(|r| r.point);
-    let settled_bytes: Vec<u8> = settled.iter().flat_map(record_line).collect();
-    write_atomic(&dir.join(POINTS_FILE), &settled_bytes).map_err(|e| unwritable(&dir, e))?;
-    let writer = PointsWriter::open(&dir.join(POINTS_FILE)).map_err(|e| unwritable(&dir, e))?;
+    let writer = prepare_folder(&dir, spec, total, shard, &earlier, &mut settled)?;
     let probes = PointsWriter::open(&dir.join(PROBES_FILE)).map_err(|e| unwritable(&dir, e))?;
 
     let ctx = Ctx {

@@ -545,23 +545,7 @@ pub(crate) fn run_with(
         reusable.entry(r.hash.as_str()).or_insert(r);
     }
 
-    // Trace identities (content hashes), once per file.
-    let mut trace_sha: HashMap<PathBuf, String> = HashMap::new();
-    for p in &points {
-        if let WorkloadSource::Trace { paths, .. } = &p.workload {
-            for path in paths {
-                if !trace_sha.contains_key(path) {
-                    let sha = file_sha256(path).map_err(|e| {
-                        SweepError::Input(InputError::new(format!(
-                            "cannot read trace {}: {e}",
-                            path.display()
-                        )))
-                    })?;
-                    trace_sha.insert(path.clone(), sha);
-                }
-            }
-        }
-    }
+    let trace_sha = trace_identities(&points)?;
 
     // Settle what needs no simulation; collect the rest as tasks.
     let mut settled: Vec<PointRecord> = Vec::new();
@@ -696,25 +680,7 @@ pub(crate) fn run_with(
         return Ok(outcome);
     }
 
-    // The folder: earlier finished points this run does not reuse (archived first, so that a
-    // kill at any moment loses none), spec copy, meta, and the points settled so far.
-    std::fs::create_dir_all(&dir).map_err(|e| unwritable(&dir, e))?;
-    keep_earlier_points(&dir, &spec, &previous, &settled)?;
-    write_atomic(&dir.join(SPEC_FILE), spec.text.as_bytes()).map_err(|e| unwritable(&dir, e))?;
-    let meta = SweepMeta {
-        name: spec.name.clone(),
-        spec_file: spec.file.display().to_string(),
-        spec_sha256: spec.sha256.clone(),
-        dynosim_version: DYNOSIM_VERSION.to_string(),
-        points_total: total,
-        shard: shard.map(|(k, n)| [k, n]),
-    };
-    let meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-    write_atomic(&dir.join(META_FILE), &meta_bytes).map_err(|e| unwritable(&dir, e))?;
-    settled.sort_by_key(|r| r.point);
-    let settled_bytes: Vec<u8> = settled.iter().flat_map(record_line).collect();
-    write_atomic(&dir.join(POINTS_FILE), &settled_bytes).map_err(|e| unwritable(&dir, e))?;
-    let writer = PointsWriter::open(&dir.join(POINTS_FILE)).map_err(|e| unwritable(&dir, e))?;
+    let writer = prepare_folder(&dir, &spec, total, shard, &previous, &mut settled)?;
 
     // Largest points first; ties by id.
     let mut order: Vec<usize> = (0..tasks.len()).collect();
@@ -913,6 +879,59 @@ fn finish_sweep(
         println!("{}", outcome.summary());
     }
     Ok(())
+}
+
+/// Trace identities (content hashes) of the points' trace files, once per file.
+pub(crate) fn trace_identities(
+    points: &[ResolvedPoint],
+) -> Result<HashMap<PathBuf, String>, SweepError> {
+    let mut trace_sha: HashMap<PathBuf, String> = HashMap::new();
+    for p in points {
+        if let WorkloadSource::Trace { paths, .. } = &p.workload {
+            for path in paths {
+                if !trace_sha.contains_key(path) {
+                    let sha = file_sha256(path).map_err(|e| {
+                        SweepError::Input(InputError::new(format!(
+                            "cannot read trace {}: {e}",
+                            path.display()
+                        )))
+                    })?;
+                    trace_sha.insert(path.clone(), sha);
+                }
+            }
+        }
+    }
+    Ok(trace_sha)
+}
+
+/// The output folder before anything runs: earlier finished points this run does not reuse
+/// (archived first, so that a kill at any moment loses none), spec copy, meta, and the points
+/// settled so far (sorted by id); returns the writer that appends the rest.
+pub(crate) fn prepare_folder(
+    dir: &Path,
+    spec: &Spec,
+    total: u64,
+    shard: Option<(u32, u32)>,
+    previous: &archive::Previous,
+    settled: &mut [PointRecord],
+) -> Result<PointsWriter, SweepError> {
+    std::fs::create_dir_all(dir).map_err(|e| unwritable(dir, e))?;
+    keep_earlier_points(dir, spec, previous, settled)?;
+    write_atomic(&dir.join(SPEC_FILE), spec.text.as_bytes()).map_err(|e| unwritable(dir, e))?;
+    let meta = SweepMeta {
+        name: spec.name.clone(),
+        spec_file: spec.file.display().to_string(),
+        spec_sha256: spec.sha256.clone(),
+        dynosim_version: DYNOSIM_VERSION.to_string(),
+        points_total: total,
+        shard: shard.map(|(k, n)| [k, n]),
+    };
+    let meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    write_atomic(&dir.join(META_FILE), &meta_bytes).map_err(|e| unwritable(dir, e))?;
+    settled.sort_by_key(|r| r.point);
+    let settled_bytes: Vec<u8> = settled.iter().flat_map(record_line).collect();
+    write_atomic(&dir.join(POINTS_FILE), &settled_bytes).map_err(|e| unwritable(dir, e))?;
+    PointsWriter::open(&dir.join(POINTS_FILE)).map_err(|e| unwritable(dir, e))
 }
 
 /// Before `points.jsonl` is rewritten with this run's points: archives the earlier finished
