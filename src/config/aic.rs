@@ -225,6 +225,40 @@ pub const ROUTER_AIC_KEYS: &[&str] = &[
     "aic_nextn_accept_rates",
 ];
 
+impl RouterAicValues {
+    /// The `aic_*` keys of a JSON object (a sweep's `router`, named `origin` in messages),
+    /// type-checked; other keys are not looked at.
+    pub fn from_json(v: &serde_json::Value, origin: &str) -> Result<Self, InputError> {
+        let o = JsonObject::new(v, origin, "router config")?;
+        let o = &o;
+        let s = |key: &str| -> Result<Option<String>, InputError> {
+            Ok(o.string(key)?.value().map(str::to_string))
+        };
+        let n = |key: &str| -> Result<Option<i64>, InputError> {
+            Ok(o.int(key, 0, 4096)?.value().map(|x| x as i64))
+        };
+        Ok(RouterAicValues {
+            backend: s("aic_backend")?,
+            system: s("aic_system")?,
+            backend_version: s("aic_backend_version")?,
+            model_path: s("aic_model_path")?,
+            tp_size: n("aic_tp_size")?,
+            moe_tp_size: n("aic_moe_tp_size")?,
+            moe_ep_size: n("aic_moe_ep_size")?,
+            attention_dp_size: n("aic_attention_dp_size")?,
+            dtypes: [
+                s("aic_gemm_dtype")?,
+                s("aic_moe_dtype")?,
+                s("aic_fmha_dtype")?,
+                s("aic_kv_cache_dtype")?,
+                s("aic_comm_dtype")?,
+            ],
+            nextn: n("aic_nextn")?,
+            nextn_accept_rates: s("aic_nextn_accept_rates")?,
+        })
+    }
+}
+
 /// Validates the router's AIC settings with DynoSim 1.4.2's rules and returns the engine they
 /// name, or `None` when none is set (an `auto` dtype alone sets nothing). `name` turns a key
 /// (`aic_backend`) into what the user wrote (`--aic-backend`, `router.aic_backend`).
