@@ -173,105 +173,105 @@ pub struct RunArgs {
     pub router_mode: RouterModeArg,
 
     // ---- AIConfigurator prefill-load estimator of the KV router ----
-    /// KV router's AIC prefill-load estimator: AIConfigurator backend (vllm, sglang, trtllm).
+    /// AIConfigurator backend (vllm, sglang, trtllm).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_backend: Option<String>,
-    /// KV router's AIC prefill-load estimator: GPU system of the perf data (e.g. h200_sxm).
+    /// GPU system of the perf data (e.g. h200_sxm).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_system: Option<String>,
-    /// KV router's AIC prefill-load estimator: backend version of the perf data (e.g. 0.19.0).
+    /// Backend version of the perf data (e.g. 0.19.0).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_backend_version: Option<String>,
-    /// KV router's AIC prefill-load estimator: tensor-parallel size (default 1).
+    /// Tensor-parallel size (default 1).
     #[arg(
         long,
         value_name = "N",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_tp_size: Option<i64>,
-    /// KV router's AIC prefill-load estimator: model name (e.g. Qwen/Qwen3-8B) or folder.
+    /// Model name (e.g. Qwen/Qwen3-8B) or folder.
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_model_path: Option<String>,
-    /// KV router's AIC prefill-load estimator: MoE tensor-parallel size.
+    /// MoE tensor-parallel size.
     #[arg(
         long,
         value_name = "N",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_tp_size: Option<i64>,
-    /// KV router's AIC prefill-load estimator: MoE expert-parallel size.
+    /// MoE expert-parallel size.
     #[arg(
         long,
         value_name = "N",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_ep_size: Option<i64>,
-    /// KV router's AIC prefill-load estimator: attention data-parallel size.
+    /// Attention data-parallel size.
     #[arg(
         long,
         value_name = "N",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_attention_dp_size: Option<i64>,
-    /// KV router's AIC prefill-load estimator: GEMM quant mode (auto = model default).
+    /// GEMM quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_gemm_dtype: Option<String>,
-    /// KV router's AIC prefill-load estimator: MoE quant mode (auto = model default).
+    /// MoE quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_dtype: Option<String>,
-    /// KV router's AIC prefill-load estimator: attention quant mode (auto = model default).
+    /// Attention quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_fmha_dtype: Option<String>,
-    /// KV router's AIC prefill-load estimator: KV-cache quant mode (auto = model default).
+    /// KV-cache quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_kv_cache_dtype: Option<String>,
-    /// KV router's AIC prefill-load estimator: communication quant mode (auto = model default).
+    /// Communication quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_comm_dtype: Option<String>,
-    /// MTP draft tokens 1..=5: validated, no effect (as in DynoSim 1.4.2; use aic_* engine args).
+    /// MTP draft tokens, 1..=5: checked, then no effect (as in DynoSim 1.4.2).
     #[arg(
         long,
         value_name = "N",
         help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_nextn: Option<i64>,
-    /// MTP acceptance rates: validated with --aic-nextn, no effect (as in DynoSim 1.4.2).
+    /// MTP acceptance rates, checked with --aic-nextn, then no effect (as in DynoSim 1.4.2).
     #[arg(
         long,
         value_name = "S",
