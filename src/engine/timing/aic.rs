@@ -12,12 +12,61 @@
 //! of [`DECODE_CONTEXT_STEP`] and linearly interpolated in between (exact on the grid points;
 //! between them the estimator's own curve is smooth at this scale: the measured effect on the
 //! reference comparisons is in the README).
+//!
+//! A failed estimate is memoised as a failure too, so every simulation that asks for that shape
+//! sees it, whichever asked first: `dynosim run` reads it from [`AicLatency::error`] (the model's
+//! first failure), a sweep point from the [`FailureScope`] it simulated in (the failures of that
+//! point's own simulation only, though points share the model).
 
 use super::LatencyModel;
 use crate::aic::LoadedEngine;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::sync::Arc;
+
+/// One memoised estimate: milliseconds, or the estimator's error message.
+type Estimate = Result<f64, Arc<str>>;
+
+thread_local! {
+    /// The first estimator failure since the innermost [`FailureScope`] on this thread began.
+    static SCOPE_FAILURE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// Collects the AIC estimator failures of the simulation run on this thread while it lives (a
+/// simulation runs on one thread). Scopes nest: a scope hides the failures of an enclosing one and
+/// gives them back when it ends, so a thread that picks up another sweep point while waiting keeps
+/// each point's failures apart.
+pub struct FailureScope {
+    enclosing: Option<Arc<str>>,
+}
+
+impl FailureScope {
+    pub fn enter() -> Self {
+        FailureScope {
+            enclosing: SCOPE_FAILURE.with(|f| f.borrow_mut().take()),
+        }
+    }
+
+    /// Ends the scope, returning the first failure recorded in it.
+    pub fn finish(self) -> Option<String> {
+        SCOPE_FAILURE.with(|f| f.borrow_mut().take().map(|m| m.to_string()))
+    }
+}
+
+/// Records `what` as the current scope's failure unless it has one already.
+fn note_scope_failure(what: &Arc<str>) {
+    SCOPE_FAILURE.with(|f| {
+        f.borrow_mut().get_or_insert_with(|| what.clone());
+    });
+}
+
+impl Drop for FailureScope {
+    fn drop(&mut self) {
+        let enclosing = self.enclosing.take();
+        SCOPE_FAILURE.with(|f| *f.borrow_mut() = enclosing);
+    }
+}
 
 /// Context spacing of the decode table, in tokens.
 pub const DECODE_CONTEXT_STEP: u64 = 64;
@@ -25,8 +74,8 @@ pub const DECODE_CONTEXT_STEP: u64 = 64;
 /// AIC timing over one shared loaded engine.
 pub struct AicLatency {
     engine: Arc<LoadedEngine>,
-    prefill: RwLock<FxHashMap<(u64, u64, u64), f64>>,
-    decode: RwLock<FxHashMap<(u64, u64), f64>>,
+    prefill: RwLock<FxHashMap<(u64, u64, u64), Estimate>>,
+    decode: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The first estimator error: DynoSim makes these fatal, so the run checks it afterwards.
     error: Mutex<Option<String>>,
 }
@@ -51,10 +100,18 @@ impl AicLatency {
         self.error.lock().clone()
     }
 
-    fn record(&self, what: String) {
-        let mut e = self.error.lock();
-        if e.is_none() {
-            *e = Some(what);
+    /// `t`'s time, or `fallback` after noting its failure (for the run and the current scope).
+    fn settle(&self, t: &Estimate, fallback: f64) -> f64 {
+        match t {
+            Ok(t) => *t,
+            Err(what) => {
+                note_scope_failure(what);
+                let mut e = self.error.lock();
+                if e.is_none() {
+                    *e = Some(what.to_string());
+                }
+                fallback
+            }
         }
     }
 
@@ -67,24 +124,20 @@ impl AicLatency {
     /// The estimator's decode time at one table point, memoised.
     fn decode_at(&self, batch_size: u64, context: u64) -> f64 {
         let key = (batch_size, context);
-        if let Some(&t) = self.decode.read().get(&key) {
-            return t;
+        if let Some(t) = self.decode.read().get(&key) {
+            return self.settle(t, 1.0);
         }
-        let t = match self.engine.engine.predict_decode_latency(
-            Self::u32_of(batch_size),
-            Self::u32_of(context),
-            2,
-        ) {
-            Ok(t) => t,
-            Err(e) => {
-                self.record(format!(
-                    "AIC decode prediction failed (batch {batch_size}, context {context}): {e}"
-                ));
-                1.0
-            }
-        };
+        let t = self
+            .engine
+            .engine
+            .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
+            .map_err(|e| {
+                format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
+                    .into()
+            });
+        let ms = self.settle(&t, 1.0);
         self.decode.write().insert(key, t);
-        t
+        ms
     }
 }
 
@@ -95,24 +148,27 @@ impl LatencyModel for AicLatency {
             return 0.0;
         }
         let key = (batch_size, isl, prefix);
-        if let Some(&t) = self.prefill.read().get(&key) {
-            return t;
+        if let Some(t) = self.prefill.read().get(&key) {
+            return self.settle(t, 0.0);
         }
-        let t = match self.engine.engine.predict_prefill_latency(
-            Self::u32_of(batch_size),
-            Self::u32_of(isl),
-            Self::u32_of(prefix),
-        ) {
-            Ok(t) => t.max(0.0),
-            Err(e) => {
-                self.record(format!(
+        let t = self
+            .engine
+            .engine
+            .predict_prefill_latency(
+                Self::u32_of(batch_size),
+                Self::u32_of(isl),
+                Self::u32_of(prefix),
+            )
+            .map(|t| t.max(0.0))
+            .map_err(|e| {
+                format!(
                     "AIC prefill prediction failed (batch {batch_size}, isl {isl}, prefix {prefix}): {e}"
-                ));
-                0.0
-            }
-        };
+                )
+                .into()
+            });
+        let ms = self.settle(&t, 0.0);
         self.prefill.write().insert(key, t);
-        t
+        ms
     }
 
     fn decode_ms(
@@ -135,5 +191,28 @@ impl LatencyModel for AicLatency {
             t_lo + (t_hi - t_lo) * f
         };
         t.max(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_scopes_keep_nested_points_apart() {
+        let outer = FailureScope::enter();
+        note_scope_failure(&Arc::from("outer first"));
+        note_scope_failure(&Arc::from("outer second"));
+        {
+            // A point picked up by the same thread while the outer one waits.
+            let inner = FailureScope::enter();
+            let clean = FailureScope::enter();
+            assert_eq!(clean.finish(), None);
+            note_scope_failure(&Arc::from("inner"));
+            assert_eq!(inner.finish().as_deref(), Some("inner"));
+        }
+        assert_eq!(outer.finish().as_deref(), Some("outer first"));
+        // Nothing leaks into the next scope.
+        assert_eq!(FailureScope::enter().finish(), None);
     }
 }
