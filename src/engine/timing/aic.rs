@@ -22,13 +22,20 @@ use super::LatencyModel;
 use crate::aic::LoadedEngine;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One memoised estimate: milliseconds, or the estimator's error message.
 type Estimate = Result<f64, Arc<str>>;
 
+/// Numbers the models, so a thread's cached decode segment names the model it belongs to.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
+    /// The decode-table segment last read on this thread: (model serial, batch, lower grid
+    /// point), and the times at both ends.
+    static LAST_SEGMENT: Cell<Option<((u64, u64, u64), f64, f64)>> = const { Cell::new(None) };
     /// The first estimator failure since the innermost [`FailureScope`] on this thread began.
     static SCOPE_FAILURE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
 }
@@ -74,6 +81,8 @@ pub const DECODE_CONTEXT_STEP: u64 = 64;
 /// AIC timing over one shared loaded engine.
 pub struct AicLatency {
     engine: Arc<LoadedEngine>,
+    /// This model's number (see [`SERIAL`]).
+    serial: u64,
     prefill: RwLock<FxHashMap<(u64, u64, u64), Estimate>>,
     decode: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The first estimator error: DynoSim makes these fatal, so the run checks it afterwards.
@@ -84,6 +93,7 @@ impl AicLatency {
     pub fn new(engine: Arc<LoadedEngine>) -> Self {
         AicLatency {
             engine,
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             prefill: RwLock::default(),
             decode: RwLock::default(),
             error: Mutex::new(None),
@@ -121,11 +131,34 @@ impl AicLatency {
 }
 
 impl AicLatency {
+    /// The table's times at `lo` and the next grid point. The passes of a decode stride ask for
+    /// the same segment up to 63 times in a row, so each thread keeps the last one it read.
+    fn segment(&self, batch_size: u64, lo: u64) -> (f64, f64) {
+        let key = (self.serial, batch_size, lo);
+        if let Some((k, t_lo, t_hi)) = LAST_SEGMENT.get() {
+            if k == key {
+                return (t_lo, t_hi);
+            }
+        }
+        let t_lo = self.decode_estimate(batch_size, lo);
+        let t_hi = self.decode_estimate(batch_size, lo + DECODE_CONTEXT_STEP);
+        if let (Ok(a), Ok(b)) = (&t_lo, &t_hi) {
+            LAST_SEGMENT.set(Some((key, *a, *b)));
+        }
+        (self.settle(&t_lo, 1.0), self.settle(&t_hi, 1.0))
+    }
+
     /// The estimator's decode time at one table point, memoised.
     fn decode_at(&self, batch_size: u64, context: u64) -> f64 {
+        let t = self.decode_estimate(batch_size, context);
+        self.settle(&t, 1.0)
+    }
+
+    /// [`Self::decode_at`] before its failure is noted.
+    fn decode_estimate(&self, batch_size: u64, context: u64) -> Estimate {
         let key = (batch_size, context);
         if let Some(t) = self.decode.read().get(&key) {
-            return self.settle(t, 1.0);
+            return t.clone();
         }
         let t = self
             .engine
@@ -135,9 +168,8 @@ impl AicLatency {
                 format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
                     .into()
             });
-        let ms = self.settle(&t, 1.0);
-        self.decode.write().insert(key, t);
-        ms
+        self.decode.write().insert(key, t.clone());
+        t
     }
 }
 
@@ -182,11 +214,10 @@ impl LatencyModel for AicLatency {
             return 0.0;
         }
         let lo = context - context % DECODE_CONTEXT_STEP;
-        let t_lo = self.decode_at(batch_size, lo);
         let t = if lo == context {
-            t_lo
+            self.decode_at(batch_size, lo)
         } else {
-            let t_hi = self.decode_at(batch_size, lo + DECODE_CONTEXT_STEP);
+            let (t_lo, t_hi) = self.segment(batch_size, lo);
             let f = (context - lo) as f64 / DECODE_CONTEXT_STEP as f64;
             t_lo + (t_hi - t_lo) * f
         };
