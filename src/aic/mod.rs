@@ -309,10 +309,10 @@ pub struct AicStats {
 }
 
 impl AicStats {
-    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.1 s`.
+    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.14 s`.
     pub fn summary(&self) -> String {
         format!(
-            "AIC: {} engine{} loaded ({} compiled, {} from the cache) in {:.1} s",
+            "AIC: {} engine{} loaded ({} compiled, {} from the cache) in {:.2} s",
             self.loaded,
             if self.loaded == 1 { "" } else { "s" },
             self.compiled,
