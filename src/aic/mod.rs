@@ -10,6 +10,7 @@
 
 use crate::config::aic::{AicEngineId, AicKvEstimate};
 use crate::error::InputError;
+use aiconfigurator_core::engine::spec::{EngineSpec, OpSpec};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -272,17 +273,41 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
         })?;
     // The estimator reads its perf tables lazily, by query shape, on first use (a second or
     // more): a few queries spanning the shapes a simulation asks for do it here, so that cost
-    // counts as loading, not as simulating.
+    // counts as loading, not as simulating. Each table is read once (behind a `OnceLock`) by
+    // whichever query needs it first, so two helper threads start on the attention tables while
+    // this one reads the GEMM table; the answers do not depend on who read what.
     let warm = || -> Result<(), aiconfigurator_core::AicError> {
-        for (bs, isl, prefix) in [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)] {
+        for (bs, isl, prefix) in WARM_PREFILL {
             engine.predict_prefill_latency(bs, isl, prefix)?;
         }
-        for (bs, ctx) in [(1, 128), (8, 2048), (64, 16384), (256, 1024)] {
+        for (bs, ctx) in WARM_DECODE {
             engine.predict_decode_latency(bs, ctx, 2)?;
         }
         Ok(())
     };
-    if let Err(e) = warm() {
+    let warmed = std::thread::scope(|scope| {
+        // Plain threads, not rayon: the caller holds the engine set's lock, and a rayon wait
+        // could pick up another sweep point that asks for it.
+        if let Ok(spec) = EngineSpec::from_bincode(&c.spec) {
+            let engine = &engine;
+            let context = shape_ops(&spec.context_ops);
+            let generation = shape_ops(&spec.generation_ops);
+            scope.spawn(move || {
+                for (bs, isl, prefix) in WARM_PREFILL {
+                    // Errors surface in `warm` below, which asks the same.
+                    let _ =
+                        engine.evaluate_context_ops(&context, bs, isl - prefix, prefix, 1.0, None);
+                }
+            });
+            scope.spawn(move || {
+                for (bs, ctx) in WARM_DECODE {
+                    let _ = engine.evaluate_generation_ops(&generation, bs, ctx + 1, 1.0, 0, None);
+                }
+            });
+        }
+        warm()
+    });
+    if let Err(e) = warmed {
         return Err(InputError::new(format!(
             "AIC engine {}: the estimator cannot answer a first query ({e})",
             describe(id)
@@ -292,6 +317,31 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
         id: id.clone(),
         engine,
     })
+}
+
+/// The shapes queried while loading: `(batch, isl, prefix)` prefill and `(batch, context)` decode.
+const WARM_PREFILL: [(u32, u32, u32); 4] =
+    [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)];
+const WARM_DECODE: [(u32, u32); 4] = [(1, 128), (8, 2048), (64, 16384), (256, 1024)];
+
+/// Indices of the ops whose cost depends on more than the pass's token count (attention and the
+/// like: the tables other than the GEMM, element-wise and communication ones).
+fn shape_ops(ops: &[OpSpec]) -> Vec<usize> {
+    ops.iter()
+        .enumerate()
+        .filter(|(_, op)| {
+            !matches!(
+                op,
+                OpSpec::Gemm(_)
+                    | OpSpec::Embedding(_)
+                    | OpSpec::Elementwise(_)
+                    | OpSpec::CustomAllReduce(_)
+                    | OpSpec::Nccl(_)
+                    | OpSpec::P2P(_)
+            )
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Counts of the work an [`AicEngines`] set did (reported so a sweep can show each distinct

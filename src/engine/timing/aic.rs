@@ -29,13 +29,15 @@ use std::sync::Arc;
 /// One memoised estimate: milliseconds, or the estimator's error message.
 type Estimate = Result<f64, Arc<str>>;
 
+/// A decode-table segment: (model serial, batch, lower grid point), and the times at both ends.
+type Segment = ((u64, u64, u64), f64, f64);
+
 /// Numbers the models, so a thread's cached decode segment names the model it belongs to.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    /// The decode-table segment last read on this thread: (model serial, batch, lower grid
-    /// point), and the times at both ends.
-    static LAST_SEGMENT: Cell<Option<((u64, u64, u64), f64, f64)>> = const { Cell::new(None) };
+    /// The decode-table segment last read on this thread.
+    static LAST_SEGMENT: Cell<Option<Segment>> = const { Cell::new(None) };
     /// The first estimator failure since the innermost [`FailureScope`] on this thread began.
     static SCOPE_FAILURE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
 }
