@@ -209,11 +209,68 @@ fn from_answer(a: CompileAnswer, what: &str) -> Result<CompiledSpec, InputError>
     })
 }
 
+/// A `helper.py serve` process kept for the compile steps of one run or sweep: the first compile
+/// reads the system's perf data in Python (about 2 s), the next ones reuse it. Only a speed-up:
+/// a request it does not answer is run again as a one-shot `compile`, whose errors are reported.
+struct Server {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start() -> Option<Server> {
+        let mut child = Command::new(python())
+            .arg("-c")
+            .arg(HELPER)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let input = child.stdin.take()?;
+        let output = std::io::BufReader::new(child.stdout.take()?);
+        Some(Server {
+            child,
+            input,
+            output,
+        })
+    }
+
+    /// The answer to one request line, if the server gives one.
+    fn ask(&mut self, req: &str) -> Option<CompileAnswer> {
+        use std::io::{BufRead, Write};
+        writeln!(self.input, "{req}").ok()?;
+        self.input.flush().ok()?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.output.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line.starts_with('{') {
+                return serde_json::from_str(&line).ok();
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Idle between requests: ending it loses nothing; wait so no zombie is left.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Compiles `id` (and estimates its KV pool when `kv` is given), from the disk cache when an
-/// identical request was compiled before. Returns whether the Python step ran.
-pub fn compile(
+/// identical request was compiled before, else through `server` (started on first need) or a
+/// one-shot Python step. Returns whether the Python step ran.
+fn compile(
     id: &AicEngineId,
     kv: Option<&AicKvEstimate>,
+    server: &mut Option<Server>,
 ) -> Result<(CompiledSpec, bool), InputError> {
     let what = format!("AIC engine {}", describe(id));
     let req = serde_json::to_string(&CompileRequest {
@@ -234,8 +291,21 @@ pub fn compile(
             }
         }
     }
-    let (stdout, stderr) = run_helper("compile", &req)?;
-    let a = parse_answer(&stdout, &stderr)?;
+    if server.is_none() {
+        *server = Server::start();
+    }
+    let served = server.as_mut().and_then(|s| s.ask(&req));
+    if served.is_none() {
+        *server = None;
+    }
+    let a = match served {
+        Some(a) if a.ok => a,
+        // A refusal or no answer: the one-shot step gives the message (and its stderr).
+        _ => {
+            let (stdout, stderr) = run_helper("compile", &req)?;
+            parse_answer(&stdout, &stderr)?
+        }
+    };
     if a.ok {
         if let Some(path) = &cached {
             write_atomically(path, &serde_json::to_string(&a).expect("answer serialises"));
@@ -380,6 +450,7 @@ pub struct AicEngines {
     compiled: AtomicU64,
     cached: AtomicU64,
     first_use_us: AtomicU64,
+    server: Mutex<Option<Server>>,
 }
 
 impl std::fmt::Debug for AicEngines {
@@ -416,7 +487,7 @@ impl AicEngines {
             }
         }
         let started = std::time::Instant::now();
-        let (compiled, ran) = compile(id, kv)?;
+        let (compiled, ran) = compile(id, kv, &mut self.server.lock())?;
         let counter = if ran { &self.compiled } else { &self.cached };
         counter.fetch_add(1, Ordering::Relaxed);
         let engine = match engines.get(id) {
