@@ -690,3 +690,25 @@ fn a_sweep_varies_the_router_estimator() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("router.aic_backend"), "{err}");
 }
+#[test]
+fn tp_budget_spec_expands_without_invalid_points() {
+    // The listing compiles the spec's engines (KV estimates); the full sweep (~15 s) is timed by
+    // hand for the README.
+    if !have_aic("tp_budget_spec_expands_without_invalid_points") {
+        return;
+    }
+    // Compiled specs are cached by their inputs, atomically: a shared folder only saves time.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("aic-cache");
+    let spec = root().join("sweeps/tp_budget.yaml");
+    let out = dynosim(&["sweep", spec.to_str().unwrap(), "--dry-run"], &cache, &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("70 points: 56 to run, 14 skipped, 0 invalid"),
+        "{text}"
+    );
+}

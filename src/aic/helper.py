@@ -1,7 +1,9 @@
-# dynosim's AIConfigurator compile step, run as `python3 -c <this file> compile|list`.
+# dynosim's AIConfigurator compile step, run as `python3 -c <this file> compile|serve|list`.
 # It needs the PyPI package aiconfigurator-core (the version dynosim's Cargo.toml pins). Reads one
 # JSON request on stdin, writes one JSON answer on stdout ({"ok": true, ...} or
 # {"ok": false, "kind": ..., "message": ..., "available": [...]}); AIC's own log lines go to stderr.
+# `serve` answers one request per stdin line until stdin closes (the perf data the first compile
+# reads stays loaded for the next ones).
 import json
 import os
 import sys
@@ -113,6 +115,13 @@ def main():
         answer({"ok": True, "aic_version": VERSION, "systems_root": systems_root(sp), "databases": databases(sp), "models": bundled_models()})
     if cmd == "compile":
         compile_request(json.loads(sys.stdin.read()))
+    if cmd == "serve":
+        for line in sys.stdin:
+            try:
+                compile_request(json.loads(line))
+            except SystemExit:  # `answer` ends a one-shot run; here it ends one request
+                continue
+        sys.exit(0)
     fail("usage", f"unknown command {cmd!r}")
 
 

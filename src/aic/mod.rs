@@ -10,6 +10,7 @@
 
 use crate::config::aic::{AicEngineId, AicKvEstimate};
 use crate::error::InputError;
+use aiconfigurator_core::engine::spec::{EngineSpec, OpSpec};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -208,11 +209,68 @@ fn from_answer(a: CompileAnswer, what: &str) -> Result<CompiledSpec, InputError>
     })
 }
 
+/// A `helper.py serve` process kept for the compile steps of one run or sweep: the first compile
+/// reads the system's perf data in Python (about 2 s), the next ones reuse it. Only a speed-up:
+/// a request it does not answer is run again as a one-shot `compile`, whose errors are reported.
+struct Server {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start() -> Option<Server> {
+        let mut child = Command::new(python())
+            .arg("-c")
+            .arg(HELPER)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let input = child.stdin.take()?;
+        let output = std::io::BufReader::new(child.stdout.take()?);
+        Some(Server {
+            child,
+            input,
+            output,
+        })
+    }
+
+    /// The answer to one request line, if the server gives one.
+    fn ask(&mut self, req: &str) -> Option<CompileAnswer> {
+        use std::io::{BufRead, Write};
+        writeln!(self.input, "{req}").ok()?;
+        self.input.flush().ok()?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.output.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line.starts_with('{') {
+                return serde_json::from_str(&line).ok();
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Idle between requests: ending it loses nothing; wait so no zombie is left.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Compiles `id` (and estimates its KV pool when `kv` is given), from the disk cache when an
-/// identical request was compiled before. Returns whether the Python step ran.
-pub fn compile(
+/// identical request was compiled before, else through `server` (started on first need) or a
+/// one-shot Python step. Returns whether the Python step ran.
+fn compile(
     id: &AicEngineId,
     kv: Option<&AicKvEstimate>,
+    server: &mut Option<Server>,
 ) -> Result<(CompiledSpec, bool), InputError> {
     let what = format!("AIC engine {}", describe(id));
     let req = serde_json::to_string(&CompileRequest {
@@ -233,8 +291,21 @@ pub fn compile(
             }
         }
     }
-    let (stdout, stderr) = run_helper("compile", &req)?;
-    let a = parse_answer(&stdout, &stderr)?;
+    if server.is_none() {
+        *server = Server::start();
+    }
+    let served = server.as_mut().and_then(|s| s.ask(&req));
+    if served.is_none() {
+        *server = None;
+    }
+    let a = match served {
+        Some(a) if a.ok => a,
+        // A refusal or no answer: the one-shot step gives the message (and its stderr).
+        _ => {
+            let (stdout, stderr) = run_helper("compile", &req)?;
+            parse_answer(&stdout, &stderr)?
+        }
+    };
     if a.ok {
         if let Some(path) = &cached {
             write_atomically(path, &serde_json::to_string(&a).expect("answer serialises"));
@@ -272,17 +343,41 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
         })?;
     // The estimator reads its perf tables lazily, by query shape, on first use (a second or
     // more): a few queries spanning the shapes a simulation asks for do it here, so that cost
-    // counts as loading, not as simulating.
+    // counts as loading, not as simulating. Each table is read once (behind a `OnceLock`) by
+    // whichever query needs it first, so two helper threads start on the attention tables while
+    // this one reads the GEMM table; the answers do not depend on who read what.
     let warm = || -> Result<(), aiconfigurator_core::AicError> {
-        for (bs, isl, prefix) in [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)] {
+        for (bs, isl, prefix) in WARM_PREFILL {
             engine.predict_prefill_latency(bs, isl, prefix)?;
         }
-        for (bs, ctx) in [(1, 128), (8, 2048), (64, 16384), (256, 1024)] {
+        for (bs, ctx) in WARM_DECODE {
             engine.predict_decode_latency(bs, ctx, 2)?;
         }
         Ok(())
     };
-    if let Err(e) = warm() {
+    let warmed = std::thread::scope(|scope| {
+        // Plain threads, not rayon: the caller holds the engine set's lock, and a rayon wait
+        // could pick up another sweep point that asks for it.
+        if let Ok(spec) = EngineSpec::from_bincode(&c.spec) {
+            let engine = &engine;
+            let context = shape_ops(&spec.context_ops);
+            let generation = shape_ops(&spec.generation_ops);
+            scope.spawn(move || {
+                for (bs, isl, prefix) in WARM_PREFILL {
+                    // Errors surface in `warm` below, which asks the same.
+                    let _ =
+                        engine.evaluate_context_ops(&context, bs, isl - prefix, prefix, 1.0, None);
+                }
+            });
+            scope.spawn(move || {
+                for (bs, ctx) in WARM_DECODE {
+                    let _ = engine.evaluate_generation_ops(&generation, bs, ctx + 1, 1.0, 0, None);
+                }
+            });
+        }
+        warm()
+    });
+    if let Err(e) = warmed {
         return Err(InputError::new(format!(
             "AIC engine {}: the estimator cannot answer a first query ({e})",
             describe(id)
@@ -292,6 +387,31 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
         id: id.clone(),
         engine,
     })
+}
+
+/// The shapes queried while loading: `(batch, isl, prefix)` prefill and `(batch, context)` decode.
+const WARM_PREFILL: [(u32, u32, u32); 4] =
+    [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)];
+const WARM_DECODE: [(u32, u32); 4] = [(1, 128), (8, 2048), (64, 16384), (256, 1024)];
+
+/// Indices of the ops whose cost depends on more than the pass's token count (attention and the
+/// like: the tables other than the GEMM, element-wise and communication ones).
+fn shape_ops(ops: &[OpSpec]) -> Vec<usize> {
+    ops.iter()
+        .enumerate()
+        .filter(|(_, op)| {
+            !matches!(
+                op,
+                OpSpec::Gemm(_)
+                    | OpSpec::Embedding(_)
+                    | OpSpec::Elementwise(_)
+                    | OpSpec::CustomAllReduce(_)
+                    | OpSpec::Nccl(_)
+                    | OpSpec::P2P(_)
+            )
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Counts of the work an [`AicEngines`] set did (reported so a sweep can show each distinct
@@ -309,10 +429,10 @@ pub struct AicStats {
 }
 
 impl AicStats {
-    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.1 s`.
+    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.14 s`.
     pub fn summary(&self) -> String {
         format!(
-            "AIC: {} engine{} loaded ({} compiled, {} from the cache) in {:.1} s",
+            "AIC: {} engine{} loaded ({} compiled, {} from the cache) in {:.2} s",
             self.loaded,
             if self.loaded == 1 { "" } else { "s" },
             self.compiled,
@@ -330,6 +450,7 @@ pub struct AicEngines {
     compiled: AtomicU64,
     cached: AtomicU64,
     first_use_us: AtomicU64,
+    server: Mutex<Option<Server>>,
 }
 
 impl std::fmt::Debug for AicEngines {
@@ -366,7 +487,7 @@ impl AicEngines {
             }
         }
         let started = std::time::Instant::now();
-        let (compiled, ran) = compile(id, kv)?;
+        let (compiled, ran) = compile(id, kv, &mut self.server.lock())?;
         let counter = if ran { &self.compiled } else { &self.cached };
         counter.fetch_add(1, Ordering::Relaxed);
         let engine = match engines.get(id) {

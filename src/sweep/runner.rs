@@ -393,7 +393,10 @@ pub(crate) fn run_one(
             None => (backend.simulate)(workload, prompts, config).map(Ok),
         }
     };
-    match catch_unwind(AssertUnwindSafe(run)) {
+    let aic_scope = crate::engine::timing::aic::FailureScope::enter();
+    let outcome = catch_unwind(AssertUnwindSafe(run));
+    let aic_failure = aic_scope.finish();
+    match outcome {
         Ok(Ok(Err(stopped))) => {
             // Certainly infeasible: no report, rather than partial values shown as results.
             rec.status = Status::Infeasible;
@@ -442,6 +445,13 @@ pub(crate) fn run_one(
             rec.status = Status::Failed;
             rec.reason = Some(format!("panicked: {}", panic_text(p.as_ref())));
         }
+    }
+    // A failed AIC estimate makes the point's timing unknown, as it stops `dynosim run`.
+    if let (Some(e), false) = (aic_failure, rec.status == Status::Failed) {
+        rec.status = Status::Failed;
+        rec.reason = Some(e);
+        rec.report = None;
+        rec.stopped_on = None;
     }
     rec
 }

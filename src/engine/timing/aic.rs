@@ -12,12 +12,70 @@
 //! of [`DECODE_CONTEXT_STEP`] and linearly interpolated in between (exact on the grid points;
 //! between them the estimator's own curve is smooth at this scale: the measured effect on the
 //! reference comparisons is in the README).
+//!
+//! A failed estimate is memoised as a failure too, so every simulation that asks for that shape
+//! sees it, whichever asked first: `dynosim run` reads it from [`AicLatency::error`] (the model's
+//! first failure), a sweep point from the [`FailureScope`] it simulated in (the failures of that
+//! point's own simulation only, though points share the model).
 
 use super::LatencyModel;
 use crate::aic::LoadedEngine;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// One memoised estimate: milliseconds, or the estimator's error message.
+type Estimate = Result<f64, Arc<str>>;
+
+/// A decode-table segment: (model serial, batch, lower grid point), and the times at both ends.
+type Segment = ((u64, u64, u64), f64, f64);
+
+/// Numbers the models, so a thread's cached decode segment names the model it belongs to.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The decode-table segment last read on this thread.
+    static LAST_SEGMENT: Cell<Option<Segment>> = const { Cell::new(None) };
+    /// The first estimator failure since the innermost [`FailureScope`] on this thread began.
+    static SCOPE_FAILURE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// Collects the AIC estimator failures of the simulation run on this thread while it lives (a
+/// simulation runs on one thread). Scopes nest: a scope hides the failures of an enclosing one and
+/// gives them back when it ends, so a thread that picks up another sweep point while waiting keeps
+/// each point's failures apart.
+pub struct FailureScope {
+    enclosing: Option<Arc<str>>,
+}
+
+impl FailureScope {
+    pub fn enter() -> Self {
+        FailureScope {
+            enclosing: SCOPE_FAILURE.with(|f| f.borrow_mut().take()),
+        }
+    }
+
+    /// Ends the scope, returning the first failure recorded in it.
+    pub fn finish(self) -> Option<String> {
+        SCOPE_FAILURE.with(|f| f.borrow_mut().take().map(|m| m.to_string()))
+    }
+}
+
+/// Records `what` as the current scope's failure unless it has one already.
+fn note_scope_failure(what: &Arc<str>) {
+    SCOPE_FAILURE.with(|f| {
+        f.borrow_mut().get_or_insert_with(|| what.clone());
+    });
+}
+
+impl Drop for FailureScope {
+    fn drop(&mut self) {
+        let enclosing = self.enclosing.take();
+        SCOPE_FAILURE.with(|f| *f.borrow_mut() = enclosing);
+    }
+}
 
 /// Context spacing of the decode table, in tokens.
 pub const DECODE_CONTEXT_STEP: u64 = 64;
@@ -25,8 +83,10 @@ pub const DECODE_CONTEXT_STEP: u64 = 64;
 /// AIC timing over one shared loaded engine.
 pub struct AicLatency {
     engine: Arc<LoadedEngine>,
-    prefill: RwLock<FxHashMap<(u64, u64, u64), f64>>,
-    decode: RwLock<FxHashMap<(u64, u64), f64>>,
+    /// This model's number (see [`SERIAL`]).
+    serial: u64,
+    prefill: RwLock<FxHashMap<(u64, u64, u64), Estimate>>,
+    decode: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The first estimator error: DynoSim makes these fatal, so the run checks it afterwards.
     error: Mutex<Option<String>>,
 }
@@ -35,6 +95,7 @@ impl AicLatency {
     pub fn new(engine: Arc<LoadedEngine>) -> Self {
         AicLatency {
             engine,
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             prefill: RwLock::default(),
             decode: RwLock::default(),
             error: Mutex::new(None),
@@ -51,10 +112,18 @@ impl AicLatency {
         self.error.lock().clone()
     }
 
-    fn record(&self, what: String) {
-        let mut e = self.error.lock();
-        if e.is_none() {
-            *e = Some(what);
+    /// `t`'s time, or `fallback` after noting its failure (for the run and the current scope).
+    fn settle(&self, t: &Estimate, fallback: f64) -> f64 {
+        match t {
+            Ok(t) => *t,
+            Err(what) => {
+                note_scope_failure(what);
+                let mut e = self.error.lock();
+                if e.is_none() {
+                    *e = Some(what.to_string());
+                }
+                fallback
+            }
         }
     }
 
@@ -69,39 +138,60 @@ impl AicLatency {
     /// failure is returned, not recorded: the router goes on without a duration, as DynoSim's.
     pub fn load_estimate_ms(&self, isl: u64, prefix: u64) -> Result<f64, String> {
         let key = (1, isl, prefix);
-        if let Some(&t) = self.prefill.read().get(&key) {
-            return Ok(t);
+        if let Some(t) = self.prefill.read().get(&key) {
+            return t.clone().map_err(|e| e.to_string());
         }
-        let t = self
+        let t: Estimate = self
             .engine
             .engine
             .predict_prefill_latency(1, Self::u32_of(isl), Self::u32_of(prefix))
-            .map_err(|e| e.to_string())?
-            .max(0.0);
-        self.prefill.write().insert(key, t);
-        Ok(t)
+            .map(|t| t.max(0.0))
+            .map_err(|e| {
+                format!("AIC prefill prediction failed (batch 1, isl {isl}, prefix {prefix}): {e}")
+                    .into()
+            });
+        self.prefill.write().insert(key, t.clone());
+        t.map_err(|e| e.to_string())
+    }
+
+    /// The table's times at `lo` and the next grid point. The passes of a decode stride ask for
+    /// the same segment up to 63 times in a row, so each thread keeps the last one it read.
+    fn segment(&self, batch_size: u64, lo: u64) -> (f64, f64) {
+        let key = (self.serial, batch_size, lo);
+        if let Some((k, t_lo, t_hi)) = LAST_SEGMENT.get() {
+            if k == key {
+                return (t_lo, t_hi);
+            }
+        }
+        let t_lo = self.decode_estimate(batch_size, lo);
+        let t_hi = self.decode_estimate(batch_size, lo + DECODE_CONTEXT_STEP);
+        if let (Ok(a), Ok(b)) = (&t_lo, &t_hi) {
+            LAST_SEGMENT.set(Some((key, *a, *b)));
+        }
+        (self.settle(&t_lo, 1.0), self.settle(&t_hi, 1.0))
     }
 
     /// The estimator's decode time at one table point, memoised.
     fn decode_at(&self, batch_size: u64, context: u64) -> f64 {
+        let t = self.decode_estimate(batch_size, context);
+        self.settle(&t, 1.0)
+    }
+
+    /// [`Self::decode_at`] before its failure is noted.
+    fn decode_estimate(&self, batch_size: u64, context: u64) -> Estimate {
         let key = (batch_size, context);
-        if let Some(&t) = self.decode.read().get(&key) {
-            return t;
+        if let Some(t) = self.decode.read().get(&key) {
+            return t.clone();
         }
-        let t = match self.engine.engine.predict_decode_latency(
-            Self::u32_of(batch_size),
-            Self::u32_of(context),
-            2,
-        ) {
-            Ok(t) => t,
-            Err(e) => {
-                self.record(format!(
-                    "AIC decode prediction failed (batch {batch_size}, context {context}): {e}"
-                ));
-                1.0
-            }
-        };
-        self.decode.write().insert(key, t);
+        let t = self
+            .engine
+            .engine
+            .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
+            .map_err(|e| {
+                format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
+                    .into()
+            });
+        self.decode.write().insert(key, t.clone());
         t
     }
 }
@@ -113,24 +203,27 @@ impl LatencyModel for AicLatency {
             return 0.0;
         }
         let key = (batch_size, isl, prefix);
-        if let Some(&t) = self.prefill.read().get(&key) {
-            return t;
+        if let Some(t) = self.prefill.read().get(&key) {
+            return self.settle(t, 0.0);
         }
-        let t = match self.engine.engine.predict_prefill_latency(
-            Self::u32_of(batch_size),
-            Self::u32_of(isl),
-            Self::u32_of(prefix),
-        ) {
-            Ok(t) => t.max(0.0),
-            Err(e) => {
-                self.record(format!(
+        let t = self
+            .engine
+            .engine
+            .predict_prefill_latency(
+                Self::u32_of(batch_size),
+                Self::u32_of(isl),
+                Self::u32_of(prefix),
+            )
+            .map(|t| t.max(0.0))
+            .map_err(|e| {
+                format!(
                     "AIC prefill prediction failed (batch {batch_size}, isl {isl}, prefix {prefix}): {e}"
-                ));
-                0.0
-            }
-        };
+                )
+                .into()
+            });
+        let ms = self.settle(&t, 0.0);
         self.prefill.write().insert(key, t);
-        t
+        ms
     }
 
     fn decode_ms(
@@ -144,14 +237,36 @@ impl LatencyModel for AicLatency {
             return 0.0;
         }
         let lo = context - context % DECODE_CONTEXT_STEP;
-        let t_lo = self.decode_at(batch_size, lo);
         let t = if lo == context {
-            t_lo
+            self.decode_at(batch_size, lo)
         } else {
-            let t_hi = self.decode_at(batch_size, lo + DECODE_CONTEXT_STEP);
+            let (t_lo, t_hi) = self.segment(batch_size, lo);
             let f = (context - lo) as f64 / DECODE_CONTEXT_STEP as f64;
             t_lo + (t_hi - t_lo) * f
         };
         t.max(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_scopes_keep_nested_points_apart() {
+        let outer = FailureScope::enter();
+        note_scope_failure(&Arc::from("outer first"));
+        note_scope_failure(&Arc::from("outer second"));
+        {
+            // A point picked up by the same thread while the outer one waits.
+            let inner = FailureScope::enter();
+            let clean = FailureScope::enter();
+            assert_eq!(clean.finish(), None);
+            note_scope_failure(&Arc::from("inner"));
+            assert_eq!(inner.finish().as_deref(), Some("inner"));
+        }
+        assert_eq!(outer.finish().as_deref(), Some("outer first"));
+        // Nothing leaks into the next scope.
+        assert_eq!(FailureScope::enter().finish(), None);
     }
 }
