@@ -671,7 +671,7 @@ impl<M: LatencyModel> Engine<M> {
             seq.num_computed += passes;
             seq.generated += passes;
             let (req, generated, full) = (seq.req, seq.generated, seq.num_computed / bs);
-            self.register_full_blocks(s, full, prompts.of(req));
+            self.register_full_blocks(s, full, prompts.sequence_of(req));
             out.emitted.push((req, generated));
         }
         let prefill = self.args.worker_type == WorkerType::Prefill;
@@ -737,7 +737,7 @@ impl<M: LatencyModel> Engine<M> {
                 0,
                 &mut budget,
                 &mut acc,
-                prompts.of(req),
+                prompts.sequence_of(req),
                 Some(&mut pos),
                 &mut preempted,
             ) {
@@ -803,7 +803,8 @@ impl<M: LatencyModel> Engine<M> {
                 if budget == 0 && !prebuilt {
                     break;
                 }
-                let prompt = prompts.of(req);
+                // Output blocks too: a preempted sequence re-hits its own computed output.
+                let prompt = prompts.sequence_of(req);
                 let (m, held) = if prebuilt {
                     (PrefixMatch::default(), self.held_blocks(s))
                 } else {

@@ -1,14 +1,270 @@
 //! `mooncake-delta` traces (spec §2.4): Mooncake rows whose later turns carry only the new input.
+//!
+//! This module owns what makes the format differ from [`super::mooncake`]: the rows are read by
+//! the Mooncake reader (same fields, aliases, sessions, delays and errors), then each session
+//! becomes one token *stream* as DynoSim 1.4.2 builds it: turn k's prompt is the previous
+//! turn's prompt, the output tokens that turn emitted, then turn k's own new input
+//! (`hash_ids`/`input_length` of its row). It also owns the engine blocks of those streams
+//! ([`for_each_sequence`]), which `workload::sharing` turns into the content ids engines share.
+//!
+//! Facts from DynoSim 1.4.2 (`dynamo-mocker` `loadgen`):
+//! * A trace block `h` (interned in first-seen file order, as the Mooncake reader does) is
+//!   `trace_block_size` tokens of value `h`; a turn's new input is its first `input_length`
+//!   of those tokens.
+//! * Output tokens are the row's `output_token_ids`, else `output_length` random `u32`s from one
+//!   generator seeded with `0xD37A_0A7E_5EED`. Block identity is vLLM's chained hash of token
+//!   values, so random outputs never match trace content or each other: dynosim gives each
+//!   output token an identity of its own instead of drawing the values (authored
+//!   `output_token_ids` are not read: they would only differ where two sessions have the same
+//!   history *and* the same authored outputs).
+//! * Engines cache the blocks a request fills while decoding under the same chained hashes,
+//!   so turn k+1 finds turn k's prompt *and output* blocks (all full blocks of its computed
+//!   `input + output − 1` tokens) in a worker's cache, and the KV router sees them.
+//! * A trace of single-turn sessions is replayed as a plain Mooncake trace.
+//! * Rejected for disaggregated replay (checked where the topology is known).
+//!
+//! Not modelled: DynoSim appends only the tokens a turn actually *emitted* (none for a rejected
+//! turn, fewer for an output clamped to a TRT-LLM pool or to `max_model_len`); dynosim's
+//! streams assume every turn emits its planned output.
 
-use super::Timing;
+use super::{mooncake, Timing};
 use crate::error::InputError;
-use crate::workload::Workload;
+use crate::workload::{Content, Workload};
+use rustc_hash::FxHashMap;
 use std::path::Path;
 
 /// Reads a `mooncake-delta` file.
-pub fn load(path: &Path, _trace_block_size: u32, _timing: Timing) -> Result<Workload, InputError> {
-    Err(InputError::new(format!(
-        "{}: --trace-format mooncake-delta is not supported yet by dynosim",
-        path.display()
-    )))
+pub fn load(path: &Path, trace_block_size: u32, timing: Timing) -> Result<Workload, InputError> {
+    let w = mooncake::load_trace_with(path, trace_block_size, timing)?;
+    into_delta(w, &path.display().to_string())
+}
+
+/// Parses `mooncake-delta` text; `name` is used in error messages.
+pub fn parse(
+    text: &str,
+    name: &str,
+    trace_block_size: u32,
+    timing: Timing,
+) -> Result<Workload, InputError> {
+    let w = mooncake::parse_trace_with(text, name, trace_block_size, timing)?;
+    into_delta(w, name)
+}
+
+/// Turns a Mooncake workload read from a delta file into session streams: each turn's
+/// `input_length` becomes the cumulative prompt. A workload of single-turn sessions stays as
+/// it is (DynoSim replays it as a plain Mooncake trace).
+fn into_delta(mut w: Workload, name: &str) -> Result<Workload, InputError> {
+    if w.flat {
+        return Ok(w);
+    }
+    let mut cumulative = 0u64;
+    let mut session = u32::MAX;
+    for r in &mut w.requests {
+        if r.session != session {
+            session = r.session;
+            cumulative = 0;
+        }
+        let Content::Blocks { start, len } = r.content else {
+            unreachable!("the Mooncake reader stores every prompt as trace blocks");
+        };
+        let new_input = r.input_length;
+        let prompt = cumulative + u64::from(new_input);
+        let sess = &w.sessions[r.session as usize];
+        r.input_length = u32::try_from(prompt).map_err(|_| {
+            InputError::new(format!(
+                "{name}: turn {} of session \"{}\" has a cumulative prompt of {prompt} tokens \
+                 (at most {} tokens)",
+                r.turn + 1,
+                sess.id,
+                u32::MAX
+            ))
+        })?;
+        r.content = Content::Delta {
+            start,
+            len,
+            new_input,
+        };
+        cumulative = prompt + u64::from(r.output_length);
+    }
+    Ok(w)
+}
+
+/// Identity of an output token: above every `u32` token value, so it matches no trace token.
+const OUTPUT_TOKEN: u64 = 1 << 32;
+
+/// Full engine blocks of request `r`'s computed sequence: its prompt and all but the last
+/// output token (whose KV is never computed).
+fn computed_blocks(input: u32, output: u32, bs: u64) -> u64 {
+    let computed = u64::from(input).max(u64::from(input) + u64::from(output).saturating_sub(1));
+    computed / bs
+}
+
+/// Walks the delta workload's requests in order, calling `emit(r, ids, prompt_blocks)` with the
+/// content ids of request `r`'s leading computed blocks that another request also holds (the
+/// first `prompt_blocks` of them are prompt blocks, the rest hold output tokens). Two blocks
+/// have the same id exactly when the token streams up to their ends are equal. Returns the
+/// number of distinct ids (ids are dense, `< ` that).
+pub(crate) fn for_each_sequence(
+    w: &Workload,
+    block_size: u32,
+    mut emit: impl FnMut(usize, &[u32], u32),
+) -> u32 {
+    let bs = u64::from(block_size.max(1));
+    let tbs = u64::from(w.trace_block_size.max(1));
+    // Pass 1: the chained block ids of every session's stream (up to its last computed block),
+    // and how many requests hold each.
+    let mut by_content: FxHashMap<(u32, u64), u32> = FxHashMap::default();
+    let mut holders: Vec<u32> = Vec::new();
+    let mut session_blocks: Vec<u32> = Vec::new();
+    let mut session_starts: Vec<usize> = Vec::with_capacity(w.sessions.len() + 1);
+    let mut next_output = 0u64;
+    for s in &w.sessions {
+        session_starts.push(session_blocks.len());
+        let turns = &w.requests[s.first_request as usize..(s.first_request + s.num_turns) as usize];
+        let Some(last) = turns.last() else { continue };
+        let need = computed_blocks(last.input_length, last.output_length, bs);
+        let base = session_blocks.len();
+        let mut stream = BlockStream::new(bs, need);
+        for r in turns {
+            let Content::Delta { new_input, .. } = r.content else {
+                continue;
+            };
+            let mut left = u64::from(new_input);
+            for &id in w.blocks_of(r) {
+                let n = left.min(tbs);
+                stream.push(
+                    u64::from(id),
+                    n,
+                    &mut by_content,
+                    &mut holders,
+                    &mut session_blocks,
+                );
+                left -= n;
+            }
+            for _ in 0..r.output_length {
+                stream.push(
+                    OUTPUT_TOKEN + next_output,
+                    1,
+                    &mut by_content,
+                    &mut holders,
+                    &mut session_blocks,
+                );
+                next_output += 1;
+            }
+        }
+        // Each request holds the stream's blocks up to its own computed length (the turns'
+        // lengths never decrease).
+        for r in turns {
+            let n = computed_blocks(r.input_length, r.output_length, bs) as usize;
+            for &id in &session_blocks[base..(base + n).min(session_blocks.len())] {
+                holders[id as usize] = holders[id as usize].saturating_add(1);
+            }
+        }
+    }
+    session_starts.push(session_blocks.len());
+
+    // Pass 2: each request's leading blocks held by another request too, renumbered densely.
+    let mut dense = vec![u32::MAX; holders.len()];
+    let mut next_id = 0u32;
+    let mut ids: Vec<u32> = Vec::new();
+    for (si, s) in w.sessions.iter().enumerate() {
+        let stream = &session_blocks[session_starts[si]..session_starts[si + 1]];
+        for k in 0..s.num_turns {
+            let ri = (s.first_request + k) as usize;
+            let r = &w.requests[ri];
+            let n =
+                (computed_blocks(r.input_length, r.output_length, bs) as usize).min(stream.len());
+            ids.clear();
+            for &b in &stream[..n] {
+                if holders[b as usize] < 2 {
+                    break;
+                }
+                let d = &mut dense[b as usize];
+                if *d == u32::MAX {
+                    *d = next_id;
+                    next_id += 1;
+                }
+                ids.push(*d);
+            }
+            let prompt_blocks = (u64::from(r.input_length) / bs).min(ids.len() as u64) as u32;
+            emit(ri, &ids, prompt_blocks);
+        }
+    }
+    next_id
+}
+
+/// Cuts a token stream, given as runs of equal tokens, into engine blocks of `bs` tokens and
+/// numbers each block by its content and its parent's number (so equal numbers mean equal
+/// streams up to the block's end).
+struct BlockStream {
+    bs: u64,
+    /// Blocks still wanted; later tokens are ignored.
+    left: u64,
+    parent: u32,
+    /// Tokens in the current block, its hash so far and its last (not yet hashed) run.
+    filled: u64,
+    hash: u64,
+    run: Option<(u64, u64)>,
+}
+
+impl BlockStream {
+    fn new(bs: u64, blocks: u64) -> Self {
+        BlockStream {
+            bs,
+            left: blocks,
+            parent: u32::MAX,
+            filled: 0,
+            hash: 0x243F_6A88_85A3_08D3,
+            run: None,
+        }
+    }
+
+    /// Appends `n` tokens of value `token`, closing every block they fill.
+    fn push(
+        &mut self,
+        token: u64,
+        mut n: u64,
+        by_content: &mut FxHashMap<(u32, u64), u32>,
+        holders: &mut Vec<u32>,
+        blocks: &mut Vec<u32>,
+    ) {
+        while n > 0 && self.left > 0 {
+            let take = n.min(self.bs - self.filled);
+            // Equal neighbouring tokens form one run, so the hash depends on the tokens only.
+            self.run = match self.run {
+                Some((t, c)) if t == token => Some((t, c + take)),
+                Some((t, c)) => {
+                    self.hash = mix(self.hash ^ mix(t) ^ mix(c.rotate_left(29)));
+                    Some((token, take))
+                }
+                None => Some((token, take)),
+            };
+            self.filled += take;
+            n -= take;
+            if self.filled == self.bs {
+                if let Some((t, c)) = self.run.take() {
+                    self.hash = mix(self.hash ^ mix(t) ^ mix(c.rotate_left(29)));
+                }
+                let next = holders.len() as u32;
+                let id = *by_content.entry((self.parent, self.hash)).or_insert(next);
+                if id == next {
+                    holders.push(0);
+                }
+                blocks.push(id);
+                self.parent = id;
+                self.filled = 0;
+                self.hash = 0x243F_6A88_85A3_08D3;
+                self.left -= 1;
+            }
+        }
+    }
+}
+
+/// SplitMix64's finaliser: a 64-bit mix good enough that distinct block contents under one
+/// parent do not collide in practice.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
