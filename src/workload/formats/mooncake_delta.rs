@@ -268,3 +268,79 @@ fn mix(x: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::sharing::{shared_block_count, PromptBlocks};
+
+    /// Session "a": turn 0 = 8 tokens of id 1, 5 outputs; turn 1 = 4 new tokens of id 2,
+    /// 4 outputs. Session "b": a first turn like a's (but its own outputs), then 3 tokens of 2.
+    /// Session "c": one turn of id 1 only.
+    const TRACE: &str = concat!(
+        r#"{"session_id":"a","timestamp":0,"input_length":8,"output_length":5,"hash_ids":[1,1]}"#,
+        "\n",
+        r#"{"session_id":"b","timestamp":1,"input_length":8,"output_length":5,"hash_ids":[1,1]}"#,
+        "\n",
+        r#"{"session_id":"a","delay":5,"input_length":4,"output_length":4,"hash_ids":[2]}"#,
+        "\n",
+        r#"{"session_id":"b","delay":5,"input_length":3,"output_length":1,"hash_ids":[2]}"#,
+        "\n",
+        r#"{"session_id":"c","timestamp":2,"input_length":4,"output_length":2,"hash_ids":[1]}"#,
+        "\n",
+    );
+
+    #[test]
+    fn prompts_accumulate_inputs_and_outputs() {
+        let w = parse(TRACE, "d.jsonl", 4, Timing::OpenLoop).unwrap();
+        let lens: Vec<(u32, u32)> = w
+            .requests
+            .iter()
+            .map(|r| (r.input_length, r.output_length))
+            .collect();
+        // a: 8, then 8 + 5 + 4; b: 8, then 8 + 5 + 3; c: 4.
+        assert_eq!(lens, [(8, 5), (17, 4), (8, 5), (16, 1), (4, 2)]);
+        assert!(w.is_delta());
+        assert_eq!(w.blocks_of(&w.requests[1]), w.blocks_of(&w.requests[3]));
+        assert!(matches!(
+            w.requests[3].content,
+            Content::Delta { new_input: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn later_turns_find_earlier_prompt_and_output_blocks() {
+        let w = parse(TRACE, "d.jsonl", 4, Timing::OpenLoop).unwrap();
+        let p = PromptBlocks::new(&w, 4);
+        // a0 computes 8 + 4 tokens: [1111][1111][oooo], all in a1's prompt; the first two are
+        // b's too, and c holds the first.
+        assert_eq!(p.sequence_of(0).len(), 3);
+        assert_eq!(p.of(0).len(), 2);
+        // a1's prompt: [1111][1111][oooo][o222][2]: the first three are a0's sequence, the
+        // fourth is its own.
+        assert_eq!(p.of(1), p.sequence_of(0));
+        assert_eq!(p.sequence_of(1), p.of(1));
+        // b's outputs differ from a's: b1 shares only the trace blocks with a1.
+        assert_eq!(p.of(3), p.sequence_of(2));
+        assert_eq!(p.of(3)[..2], p.of(1)[..2]);
+        assert_ne!(p.of(3)[2], p.of(1)[2]);
+        // c: one block of id 1, shared with the first block of everybody.
+        assert_eq!(p.of(4), &p.of(0)[..1]);
+        assert_eq!(
+            shared_block_count(&w, 4),
+            (0..5).map(|r| p.sequence_of(r).len() as u64).sum::<u64>()
+        );
+        // The block cut does not depend on how the runs were split into trace blocks.
+        let p2 = PromptBlocks::new(&w, 2);
+        assert_eq!(p2.of(4).len(), 2);
+        assert_eq!(p2.of(4), &p2.of(0)[..2]);
+    }
+
+    #[test]
+    fn single_turn_sessions_are_a_plain_mooncake_trace() {
+        let text = r#"{"timestamp":0,"input_length":8,"output_length":4,"hash_ids":[1,1]}"#;
+        let w = parse(text, "d.jsonl", 4, Timing::OpenLoop).unwrap();
+        assert!(!w.is_delta());
+        assert_eq!(w.requests[0].input_length, 8);
+    }
+}
