@@ -317,7 +317,8 @@ fn sweep_reads_mooncake_delta() {
     assert!((ttft - 520.5007).abs() < 0.01, "mean TTFT {ttft}");
     let invalid = rows.iter().find(|r| r["status"] == "invalid").unwrap();
     assert!(
-        invalid["reason"].contains("mooncake-delta trace format is not supported for disaggregated"),
+        invalid["reason"]
+            .contains("mooncake-delta trace format is not supported for disaggregated"),
         "{invalid:?}"
     );
 }

@@ -193,7 +193,13 @@ pub(crate) fn resolve_points(
         }
         if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
             if p.verdict == Verdict::Run {
-                for w in p.config.topology.engines().iter().flat_map(|e| e.warnings()) {
+                for w in p
+                    .config
+                    .topology
+                    .engines()
+                    .iter()
+                    .flat_map(|e| e.warnings())
+                {
                     if !warned.contains(&w) {
                         eprintln!("dynosim: warning: {w}");
                         warned.push(w);
