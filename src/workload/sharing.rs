@@ -5,7 +5,7 @@
 //! simulator keeps them as anonymous cached blocks (they still occupy KV capacity and age in the
 //! LRU) without hashing or indexing them, which is most of a long prompt.
 
-use super::formats::mooncake_delta::for_each_sequence;
+use super::formats::mooncake_delta::session_blocks;
 use super::{Content, Workload};
 use rustc_hash::FxHashMap;
 
@@ -31,8 +31,10 @@ pub struct PromptBlocks {
     starts: Vec<usize>,
     ids: Vec<u32>,
     num_ids: u32,
-    /// Per request, how many of its ids are prompt blocks (the rest hold output tokens a later
-    /// turn's prompt repeats: `mooncake-delta`); empty when all of them are.
+    /// `mooncake-delta` only (else empty): per request, where its ids end (they are a prefix of
+    /// its session's list, which starts at `starts[r]`) and how many of them are prompt blocks
+    /// (the rest hold output tokens a later turn's prompt repeats).
+    ends: Vec<usize>,
     prompt_lens: Vec<u32>,
 }
 
@@ -57,26 +59,29 @@ impl PromptBlocks {
             starts,
             ids,
             num_ids,
+            ends: Vec::new(),
             prompt_lens: Vec::new(),
         }
     }
 
     /// The blocks of a `mooncake-delta` workload's session streams, output blocks included.
     fn of_delta(w: &Workload, block_size: u32) -> Self {
-        let mut starts = Vec::with_capacity(w.requests.len() + 1);
-        let mut prompt_lens = Vec::with_capacity(w.requests.len());
-        let mut ids: Vec<u32> = Vec::new();
-        let num_ids = for_each_sequence(w, block_size, |_, seq, prompt| {
-            starts.push(ids.len());
-            ids.extend_from_slice(seq);
+        let b = session_blocks(w, block_size);
+        let mut starts = Vec::with_capacity(b.spans.len() + 1);
+        let mut ends = Vec::with_capacity(b.spans.len());
+        let mut prompt_lens = Vec::with_capacity(b.spans.len());
+        for &(start, len, prompt) in &b.spans {
+            starts.push(start);
+            ends.push(start + len as usize);
             prompt_lens.push(prompt);
-        });
-        starts.push(ids.len());
+        }
+        starts.push(b.ids.len());
         PromptBlocks {
             block_size: block_size.max(1),
             starts,
-            ids,
-            num_ids,
+            ids: b.ids,
+            num_ids: b.num_ids,
+            ends,
             prompt_lens,
         }
     }
@@ -107,8 +112,12 @@ impl PromptBlocks {
     #[inline]
     pub fn sequence_of(&self, req: u32) -> &[u32] {
         let r = req as usize;
-        match (self.starts.get(r), self.starts.get(r + 1)) {
-            (Some(&a), Some(&b)) => &self.ids[a..b],
+        let end = match self.ends.get(r) {
+            Some(&e) => Some(e),
+            None => self.starts.get(r + 1).copied(),
+        };
+        match (self.starts.get(r), end) {
+            (Some(&a), Some(b)) => &self.ids[a..b],
             _ => &[],
         }
     }
@@ -135,8 +144,7 @@ impl PromptBlocks {
 pub fn shared_block_count(w: &Workload, block_size: u32) -> u64 {
     let mut count = 0u64;
     if w.is_delta() {
-        for_each_sequence(w, block_size, |_, seq, _| count += seq.len() as u64);
-        return count;
+        return session_blocks(w, block_size).ids.len() as u64;
     }
     for_each_shared_run(w, block_size, |_, _, n| count += u64::from(n));
     count

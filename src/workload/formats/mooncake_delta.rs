@@ -5,7 +5,7 @@
 //! becomes one token *stream* as DynoSim 1.4.2 builds it: turn k's prompt is the previous
 //! turn's prompt, the output tokens that turn emitted, then turn k's own new input
 //! (`hash_ids`/`input_length` of its row). It also owns the engine blocks of those streams
-//! ([`for_each_sequence`]), which `workload::sharing` turns into the content ids engines share.
+//! ([`session_blocks`]), which `workload::sharing` hands to engines and routers.
 //!
 //! Facts from DynoSim 1.4.2 (`dynamo-mocker` `loadgen`):
 //! * A trace block `h` (interned in first-seen file order, as the Mooncake reader does) is
@@ -89,108 +89,155 @@ fn into_delta(mut w: Workload, name: &str) -> Result<Workload, InputError> {
     Ok(w)
 }
 
-/// Identity of an output token: above every `u32` token value, so it matches no trace token.
-const OUTPUT_TOKEN: u64 = 1 << 32;
-
-/// Full engine blocks of request `r`'s computed sequence: its prompt and all but the last
-/// output token (whose KV is never computed).
+/// Full engine blocks of a request's computed sequence: its prompt and all but the last output
+/// token (whose KV is never computed).
 fn computed_blocks(input: u32, output: u32, bs: u64) -> u64 {
     let computed = u64::from(input).max(u64::from(input) + u64::from(output).saturating_sub(1));
     computed / bs
 }
 
-/// Walks the delta workload's requests in order, calling `emit(r, ids, prompt_blocks)` with the
-/// content ids of request `r`'s leading computed blocks that another request also holds (the
-/// first `prompt_blocks` of them are prompt blocks, the rest hold output tokens). Two blocks
-/// have the same id exactly when the token streams up to their ends are equal. Returns the
-/// number of distinct ids (ids are dense, `< ` that).
-pub(crate) fn for_each_sequence(
-    w: &Workload,
-    block_size: u32,
-    mut emit: impl FnMut(usize, &[u32], u32),
-) -> u32 {
+/// The shareable engine blocks of a delta workload's sessions for one engine block size.
+pub(crate) struct SessionBlocks {
+    /// Each session's shareable blocks, one list per session, as dense content ids.
+    pub ids: Vec<u32>,
+    /// Per request: (start of its session's list in `ids`, its shareable blocks, of which the
+    /// first are prompt blocks). Its blocks are a prefix of its session's list.
+    pub spans: Vec<(usize, u32, u32)>,
+    /// Number of distinct ids (all are below it).
+    pub num_ids: u32,
+}
+
+/// Cuts every session's token stream into engine blocks of `block_size` tokens and keeps, per
+/// request, the leading blocks of its computed sequence that another request also holds. Two
+/// blocks have the same id exactly when the streams up to their ends are equal.
+///
+/// Output tokens are unique to their request, so a block holding one (and every block after
+/// it) belongs to its session alone: only the blocks before a session's first output token can
+/// be shared with other sessions, and only those are identified by content. A session's later blocks are shared by its own turns: block `j` is held by every
+/// turn whose computed sequence reaches past it, so by two turns or more below the
+/// second-longest sequence.
+pub(crate) fn session_blocks(w: &Workload, block_size: u32) -> SessionBlocks {
     let bs = u64::from(block_size.max(1));
     let tbs = u64::from(w.trace_block_size.max(1));
-    // Pass 1: the chained block ids of every session's stream (up to its last computed block),
-    // and how many requests hold each.
+    let turns_of = |s: &crate::workload::SessionSpec| {
+        &w.requests[s.first_request as usize..(s.first_request + s.num_turns) as usize]
+    };
+    // Trace ids used before the first output token of at least two sessions: a block holding
+    // any other id (and every block after it) can only be its own session's.
+    let mut sessions_of = vec![0u8; w.num_distinct_blocks as usize];
+    let mut last_session = vec![u32::MAX; w.num_distinct_blocks as usize];
+    for (si, s) in w.sessions.iter().enumerate() {
+        for r in turns_of(s) {
+            for &id in w.blocks_of(r) {
+                let i = id as usize;
+                if last_session[i] != si as u32 {
+                    last_session[i] = si as u32;
+                    sessions_of[i] = sessions_of[i].saturating_add(1);
+                }
+            }
+            if r.output_length > 0 {
+                break;
+            }
+        }
+    }
+    drop(last_session);
+
+    // Pass 1: the content blocks of each session's stream before its first output token (up to
+    // its first id no other session uses there), and how many requests hold each.
     let mut by_content: FxHashMap<(u32, u64), u32> = FxHashMap::default();
     let mut holders: Vec<u32> = Vec::new();
-    let mut session_blocks: Vec<u32> = Vec::new();
-    let mut session_starts: Vec<usize> = Vec::with_capacity(w.sessions.len() + 1);
-    let mut next_output = 0u64;
+    let mut content: Vec<u32> = Vec::new();
+    let mut content_starts: Vec<usize> = Vec::with_capacity(w.sessions.len() + 1);
     for s in &w.sessions {
-        session_starts.push(session_blocks.len());
-        let turns = &w.requests[s.first_request as usize..(s.first_request + s.num_turns) as usize];
-        let Some(last) = turns.last() else { continue };
-        let need = computed_blocks(last.input_length, last.output_length, bs);
-        let base = session_blocks.len();
-        let mut stream = BlockStream::new(bs, need);
-        for r in turns {
+        content_starts.push(content.len());
+        let turns = turns_of(s);
+        let before_output: u64 = turns
+            .iter()
+            .position(|r| r.output_length > 0)
+            .map_or(turns.last(), |k| turns.get(k))
+            .map_or(0, |r| u64::from(r.input_length));
+        let from = content.len();
+        let mut stream = BlockStream::new(bs, before_output / bs);
+        'turns: for r in turns {
             let Content::Delta { new_input, .. } = r.content else {
                 continue;
             };
             let mut left = u64::from(new_input);
             for &id in w.blocks_of(r) {
+                if sessions_of[id as usize] < 2 {
+                    break 'turns;
+                }
                 let n = left.min(tbs);
                 stream.push(
                     u64::from(id),
                     n,
                     &mut by_content,
                     &mut holders,
-                    &mut session_blocks,
+                    &mut content,
                 );
                 left -= n;
             }
-            for _ in 0..r.output_length {
-                stream.push(
-                    OUTPUT_TOKEN + next_output,
-                    1,
-                    &mut by_content,
-                    &mut holders,
-                    &mut session_blocks,
-                );
-                next_output += 1;
+            if r.output_length > 0 {
+                break 'turns;
             }
         }
-        // Each request holds the stream's blocks up to its own computed length (the turns'
-        // lengths never decrease).
+        let own = &content[from..];
         for r in turns {
-            let n = computed_blocks(r.input_length, r.output_length, bs) as usize;
-            for &id in &session_blocks[base..(base + n).min(session_blocks.len())] {
+            let n = computed_blocks(r.input_length, r.output_length, bs).min(own.len() as u64);
+            for &id in &own[..n as usize] {
                 holders[id as usize] = holders[id as usize].saturating_add(1);
             }
         }
     }
-    session_starts.push(session_blocks.len());
+    content_starts.push(content.len());
 
-    // Pass 2: each request's leading blocks held by another request too, renumbered densely.
+    // Pass 2: each session's shareable prefix, renumbered densely in session order.
     let mut dense = vec![u32::MAX; holders.len()];
     let mut next_id = 0u32;
     let mut ids: Vec<u32> = Vec::new();
+    let mut spans = Vec::with_capacity(w.requests.len());
     for (si, s) in w.sessions.iter().enumerate() {
-        let stream = &session_blocks[session_starts[si]..session_starts[si + 1]];
-        for k in 0..s.num_turns {
-            let ri = (s.first_request + k) as usize;
-            let r = &w.requests[ri];
-            let n =
-                (computed_blocks(r.input_length, r.output_length, bs) as usize).min(stream.len());
-            ids.clear();
-            for &b in &stream[..n] {
-                if holders[b as usize] < 2 {
-                    break;
+        let turns = turns_of(s);
+        let own = &content[content_starts[si]..content_starts[si + 1]];
+        let mut shared = own
+            .iter()
+            .take_while(|&&b| holders[b as usize] >= 2)
+            .count() as u64;
+        if shared == own.len() as u64 && turns.len() >= 2 {
+            let r = &turns[turns.len() - 2];
+            shared = shared.max(computed_blocks(r.input_length, r.output_length, bs));
+        }
+        // Ids run out at u32::MAX (the pool's "absent" marker): sharing then stops.
+        let shared = shared.min(u64::from(u32::MAX - 1 - next_id)) as usize;
+        let start = ids.len();
+        for j in 0..shared {
+            let id = match own.get(j) {
+                Some(&b) => {
+                    let d = &mut dense[b as usize];
+                    if *d == u32::MAX {
+                        *d = next_id;
+                        next_id += 1;
+                    }
+                    *d
                 }
-                let d = &mut dense[b as usize];
-                if *d == u32::MAX {
-                    *d = next_id;
+                None => {
                     next_id += 1;
+                    next_id - 1
                 }
-                ids.push(*d);
-            }
-            let prompt_blocks = (u64::from(r.input_length) / bs).min(ids.len() as u64) as u32;
-            emit(ri, &ids, prompt_blocks);
+            };
+            ids.push(id);
+        }
+        for r in turns {
+            let n = computed_blocks(r.input_length, r.output_length, bs).min(shared as u64);
+            let prompt = (u64::from(r.input_length) / bs).min(n);
+            spans.push((start, n as u32, prompt as u32));
         }
     }
-    next_id
+    SessionBlocks {
+        ids,
+        spans,
+        num_ids: next_id,
+    }
 }
 
 /// Cuts a token stream, given as runs of equal tokens, into engine blocks of `bs` tokens and
@@ -207,6 +254,8 @@ struct BlockStream {
     run: Option<(u64, u64)>,
 }
 
+const EMPTY_BLOCK_HASH: u64 = 0x243F_6A88_85A3_08D3;
+
 impl BlockStream {
     fn new(bs: u64, blocks: u64) -> Self {
         BlockStream {
@@ -214,7 +263,7 @@ impl BlockStream {
             left: blocks,
             parent: u32::MAX,
             filled: 0,
-            hash: 0x243F_6A88_85A3_08D3,
+            hash: EMPTY_BLOCK_HASH,
             run: None,
         }
     }
@@ -253,7 +302,7 @@ impl BlockStream {
                 blocks.push(id);
                 self.parent = id;
                 self.filled = 0;
-                self.hash = 0x243F_6A88_85A3_08D3;
+                self.hash = EMPTY_BLOCK_HASH;
                 self.left -= 1;
             }
         }
@@ -326,10 +375,8 @@ mod tests {
         assert_ne!(p.of(3)[2], p.of(1)[2]);
         // c: one block of id 1, shared with the first block of everybody.
         assert_eq!(p.of(4), &p.of(0)[..1]);
-        assert_eq!(
-            shared_block_count(&w, 4),
-            (0..5).map(|r| p.sequence_of(r).len() as u64).sum::<u64>()
-        );
+        // Stored once per session: a's and b's three blocks, c's one.
+        assert_eq!(shared_block_count(&w, 4), 7);
         // The block cut does not depend on how the runs were split into trace blocks.
         let p2 = PromptBlocks::new(&w, 2);
         assert_eq!(p2.of(4).len(), 2);
