@@ -25,7 +25,8 @@
 //!
 //! Not modelled: DynoSim appends only the tokens a turn actually *emitted* (none for a rejected
 //! turn, fewer for an output clamped to a TRT-LLM pool or to `max_model_len`); dynosim's
-//! streams assume every turn emits its planned output.
+//! streams assume every turn emits its planned output. Prompts only grow, so such a session's
+//! later turns are usually refused either way (checked against DynoSim: same reports).
 
 use super::{mooncake, Timing};
 use crate::error::InputError;
