@@ -14,8 +14,8 @@
 //! * Output tokens are the row's `output_token_ids`, else `output_length` random `u32`s from one
 //!   generator seeded with `0xD37A_0A7E_5EED`. Block identity is vLLM's chained hash of token
 //!   values, so random outputs never match trace content or each other: dynosim gives each
-//!   output token an identity of its own instead of drawing the values (authored
-//!   `output_token_ids` are not read: they would only differ where two sessions have the same
+//!   output token an identity of its own instead of drawing the values (the values of authored
+//!   `output_token_ids` are not used: they would only matter where two sessions have the same
 //!   history *and* the same authored outputs).
 //! * Engines cache the blocks a request fills while decoding under the same chained hashes,
 //!   so turn k+1 finds turn k's prompt *and output* blocks (all full blocks of its computed
