@@ -311,12 +311,6 @@ fn refuse_unsupported_flags(args: &RunArgs) -> Result<(), InputError> {
              config)",
         ));
     }
-    if !args.trace_files.is_empty() && args.trace_format == TraceFormat::MooncakeDelta {
-        return Err(err(
-            "--trace-format mooncake-delta is not supported yet by dynosim (its cumulative \
-             prompts include earlier turns' generated tokens)",
-        ));
-    }
     if args.replay_mode == ReplayMode::Online {
         return Err(err(
             "--replay-mode online is not supported: dynosim simulates offline only",
@@ -1097,7 +1091,6 @@ mod tests {
         ("t --trace-format applied_compute_agentic", &["applied_compute_agentic requires --replay-concurrency"]),
         ("t --trace-format agentic_mooncake --replay-concurrency 2", &["not supported with replay_concurrency"]),
         ("t --trace-format agentic_mooncake --prefill-engine-args {\"worker_type\":\"prefill\"} --decode-engine-args {\"worker_type\":\"decode\"}", &["agentic_mooncake trace format is not supported for disaggregated replay"]),
-        ("t --trace-format mooncake-delta", &["mooncake-delta is not supported yet"]),
         ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-shared-prefix-ratio 1.5", &["--trace-shared-prefix-ratio must be between 0.0 and 1.0"]),
         ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-num-prefix-groups -1", &["--trace-num-prefix-groups"]),
         ("t --planner-config p.yaml", &["--planner-config is not supported by dynosim"]),

@@ -160,10 +160,6 @@ fn unsupported_features_are_refused() {
         ),
         ("T --replay-mode online", &["offline only"]),
         (
-            "T --trace-format mooncake-delta",
-            &["mooncake-delta", "not supported yet"],
-        ),
-        (
             "T --extra-engine-args {\"num_g2_blocks\":4096}",
             &["num_g2_blocks", "not supported"],
         ),

@@ -206,14 +206,16 @@ fn measured_profiles_match_the_reference() {
 }
 
 /// Every trace format (dynamo shards and agentic sessions, agentic_mooncake dependencies,
-/// applied_compute_agentic sessions with shared prefix groups) and the TRT-LLM engine
-/// (GUARANTEED_NO_EVICT admission, rejections, clamped outputs), with round robin and kv_router
+/// applied_compute_agentic sessions with shared prefix groups, mooncake-delta sessions whose
+/// prompts hold earlier outputs, over several engine and trace block sizes) and the TRT-LLM engine
+/// (GUARANTEED_NO_EVICT admission, rejections, clamped outputs, a fully cached prompt behind a
+/// spent token budget), with round robin and kv_router
 /// (two targets, where DynoSim is deterministic), arrival speed-up, `--replay-concurrency` and
 /// disaggregation where DynoSim allows them, and with NPZ timing. Inputs are in `tests/data/formats/` (derived from
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]
 fn trace_formats_and_trtllm_match_the_reference() {
-    reference_table_matches("formats", 20);
+    reference_table_matches("formats", 32);
 }
 
 #[test]

@@ -212,6 +212,17 @@ fn combinations_dynosim_refuses() {
             "trace replay disaggregation does not support TRT-LLM",
         ),
         (vec![s(&conv), s(&conv)], "requires exactly one trace file"),
+        (
+            [
+                s(&data("conv_delta.jsonl.gz")),
+                "--trace-format".into(),
+                "mooncake-delta".into(),
+            ]
+            .into_iter()
+            .chain(disagg.iter().map(|a| a.to_string()))
+            .collect(),
+            "mooncake-delta trace format is not supported for disaggregated replay",
+        ),
     ];
     for (args, words) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -284,6 +295,61 @@ fn sweep_reads_trace_formats_and_dynamo_shards() {
         invalid["reason"].contains("requires replay_concurrency"),
         "{invalid:?}"
     );
+}
+
+/// `workload.trace_format: mooncake-delta` in a sweep gives `dynosim run`'s numbers (here
+/// DynoSim's: tests/data/reference/formats/delta_rr4.json), and a disaggregated point is invalid
+/// with DynoSim's reason.
+#[test]
+fn sweep_reads_mooncake_delta() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(data("conv_delta.jsonl.gz"), dir.path().join("d.jsonl.gz")).unwrap();
+    let rows = sweep(
+        dir.path(),
+        "workload: {trace: d.jsonl.gz, trace_format: mooncake-delta}\n\
+         engine: {block_size: 64}\n\
+         grid:\n  mode: [aggregated, disaggregated]\n  num_workers: [4]\n",
+    );
+    assert_eq!(rows.len(), 2);
+    let ok = rows.iter().find(|r| r["status"] == "ok").unwrap();
+    assert_eq!(ok["completed_requests"], "400");
+    let ttft: f64 = ok["mean_ttft_ms"].parse().unwrap();
+    assert!((ttft - 520.5007).abs() < 0.01, "mean TTFT {ttft}");
+    let invalid = rows.iter().find(|r| r["status"] == "invalid").unwrap();
+    assert!(
+        invalid["reason"]
+            .contains("mooncake-delta trace format is not supported for disaggregated"),
+        "{invalid:?}"
+    );
+}
+
+/// A sweep prints DynoSim's warning for an unknown SGLang `schedule_policy` on stderr once per
+/// distinct value, however many points use it, and not into the results.
+#[test]
+fn sweep_warns_once_per_unknown_schedule_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(data("conv400.jsonl.gz"), dir.path().join("c.jsonl.gz")).unwrap();
+    fs::write(
+        dir.path().join("grid.yaml"),
+        "workload: {trace: c.jsonl.gz}\n\
+         engine: {engine_type: sglang, sglang: {page_size: 64}, num_gpu_blocks: 4096}\n\
+         grid:\n  num_workers: [1, 2]\n  engine.sglang.schedule_policy: [fifo, bogus, other]\n",
+    )
+    .unwrap();
+    let out = cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(["sweep", "grid.yaml", "--quiet", "-o", "out"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for p in ["bogus", "other"] {
+        let line = format!("Unknown sglang schedule_policy '{p}', falling back to FIFO");
+        assert_eq!(stderr.matches(&line).count(), 1, "{stderr}");
+    }
+    assert!(!stderr.contains("'fifo'"), "{stderr}");
+    let csv = fs::read_to_string(dir.path().join("out/leaderboard.csv")).unwrap();
+    assert!(!csv.contains("Unknown sglang"));
 }
 
 /// A request with dependencies arrives `delay + tool_wait_ms` after the last of them ends (the

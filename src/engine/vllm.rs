@@ -671,7 +671,7 @@ impl<M: LatencyModel> Engine<M> {
             seq.num_computed += passes;
             seq.generated += passes;
             let (req, generated, full) = (seq.req, seq.generated, seq.num_computed / bs);
-            self.register_full_blocks(s, full, prompts.of(req));
+            self.register_full_blocks(s, full, prompts.sequence_of(req));
             out.emitted.push((req, generated));
         }
         let prefill = self.args.worker_type == WorkerType::Prefill;
@@ -737,7 +737,7 @@ impl<M: LatencyModel> Engine<M> {
                 0,
                 &mut budget,
                 &mut acc,
-                prompts.of(req),
+                prompts.sequence_of(req),
                 Some(&mut pos),
                 &mut preempted,
             ) {
@@ -800,15 +800,20 @@ impl<M: LatencyModel> Engine<M> {
                     self.free_seq(s);
                     continue;
                 }
-                if budget == 0 && !prebuilt {
-                    break;
-                }
-                let prompt = prompts.of(req);
+                // Output blocks too: a preempted sequence re-hits its own computed output.
+                let prompt = prompts.sequence_of(req);
                 let (m, held) = if prebuilt {
                     (PrefixMatch::default(), self.held_blocks(s))
+                } else if budget == 0 && self.admission == Admission::Vllm {
+                    break;
                 } else {
                     (self.prefill_hits(s, prompt), 0)
                 };
+                // With the budget spent, only a sequence with nothing to compute is admitted: a
+                // TRT-LLM prompt cached in full (DynoSim schedules it with 0 tokens, then stops).
+                if budget == 0 && !prebuilt && m.blocks * bs < len {
+                    break;
+                }
                 let (needed, free) = match self.admission {
                     Admission::Vllm => (
                         known_blocks.saturating_sub(m.active_blocks + held),

@@ -182,6 +182,9 @@ pub(crate) fn resolve_points(
     // First point of every distinct simulation over the whole grid (so that a shard names the
     // same duplicates as a whole run).
     let mut first: HashMap<String, u64> = HashMap::new();
+    // DynoSim's warnings for odd engine settings (an unknown SGLang `schedule_policy`), once
+    // per distinct text over the points this run simulates, on stderr like `dynosim run`'s.
+    let mut warned: Vec<String> = Vec::new();
     for id in 0..total {
         let mut p = resolver.resolve(id)?;
         if p.verdict == Verdict::Run {
@@ -189,6 +192,20 @@ pub(crate) fn resolve_points(
             p.duplicate_of = (leader != id).then_some(leader);
         }
         if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
+            if p.verdict == Verdict::Run {
+                for w in p
+                    .config
+                    .topology
+                    .engines()
+                    .iter()
+                    .flat_map(|e| e.warnings())
+                {
+                    if !warned.contains(&w) {
+                        eprintln!("dynosim: warning: {w}");
+                        warned.push(w);
+                    }
+                }
+            }
             points.push(p);
         }
     }

@@ -651,18 +651,13 @@ fn check_workload_value(ctx: &Ctx, key: &str, v: &Value, path: &str) -> Result<(
                 ),
             )),
         },
-        "trace_format" => {
-            let name = expect_choice(
-                ctx,
-                v,
-                path,
-                &crate::workload::formats::TraceFormat::ALL.map(|f| f.name()),
-            )?;
-            if name == "mooncake-delta" {
-                return Err(ctx.err(path, "mooncake-delta is not supported yet by dynosim"));
-            }
-            Ok(())
-        }
+        "trace_format" => expect_choice(
+            ctx,
+            v,
+            path,
+            &crate::workload::formats::TraceFormat::ALL.map(|f| f.name()),
+        )
+        .map(|_| ()),
         "trace_block_size" | "input_tokens" | "output_tokens" | "request_count"
         | "replay_concurrency" | "turns_per_session" => {
             expect_uint(ctx, v, path, 1, u32::MAX as u64).map(|_| ())

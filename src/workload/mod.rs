@@ -19,6 +19,16 @@ pub enum Content {
     /// `block_ids[start..start+len]` of the workload: interned trace-block ids, each covering
     /// `Workload::trace_block_size` tokens (the last one possibly partially).
     Blocks { start: u32, len: u32 },
+    /// A `mooncake-delta` turn (spec §2.4): `block_ids[start..start+len]` are the interned ids of
+    /// its *new* input of `new_input` tokens only. Its prompt is its session's stream so far:
+    /// every earlier turn's new input followed by that turn's output tokens, then this new
+    /// input (`RequestSpec::input_length` is that cumulative length). See
+    /// `formats::mooncake_delta` for the tokens and the engine blocks they make.
+    Delta {
+        start: u32,
+        len: u32,
+        new_input: u32,
+    },
     /// Pseudo-random tokens unique to this request (simple synthetic path, spec §3.1): no block
     /// of it is ever shared with another request.
     Unique,
@@ -146,10 +156,18 @@ impl Dependencies {
 }
 
 impl Workload {
-    /// The trace-block ids of a request's prompt (empty for `Content::Unique`).
+    /// Whether the prompts are `mooncake-delta` session streams (`Content::Delta`).
+    pub fn is_delta(&self) -> bool {
+        self.requests
+            .first()
+            .is_some_and(|r| matches!(r.content, Content::Delta { .. }))
+    }
+
+    /// The trace-block ids of a request's prompt (empty for `Content::Unique`; only the new
+    /// input for `Content::Delta`).
     pub fn blocks_of(&self, r: &RequestSpec) -> &[u32] {
         match r.content {
-            Content::Blocks { start, len } => {
+            Content::Blocks { start, len } | Content::Delta { start, len, .. } => {
                 &self.block_ids[start as usize..(start + len) as usize]
             }
             Content::Unique => &[],

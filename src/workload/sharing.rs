@@ -5,6 +5,7 @@
 //! simulator keeps them as anonymous cached blocks (they still occupy KV capacity and age in the
 //! LRU) without hashing or indexing them, which is most of a long prompt.
 
+use super::formats::mooncake_delta::session_blocks;
 use super::{Content, Workload};
 use rustc_hash::FxHashMap;
 
@@ -30,10 +31,18 @@ pub struct PromptBlocks {
     starts: Vec<usize>,
     ids: Vec<u32>,
     num_ids: u32,
+    /// `mooncake-delta` only (else empty): per request, where its ids end (they are a prefix of
+    /// its session's list, which starts at `starts[r]`) and how many of them are prompt blocks
+    /// (the rest hold output tokens a later turn's prompt repeats).
+    ends: Vec<usize>,
+    prompt_lens: Vec<u32>,
 }
 
 impl PromptBlocks {
     pub fn new(w: &Workload, block_size: u32) -> Self {
+        if w.is_delta() {
+            return Self::of_delta(w, block_size);
+        }
         let mut starts = Vec::with_capacity(w.requests.len() + 1);
         let mut ids: Vec<u32> = Vec::new();
         let num_ids = for_each_shared_run(w, block_size, |r, base, n| {
@@ -50,6 +59,30 @@ impl PromptBlocks {
             starts,
             ids,
             num_ids,
+            ends: Vec::new(),
+            prompt_lens: Vec::new(),
+        }
+    }
+
+    /// The blocks of a `mooncake-delta` workload's session streams, output blocks included.
+    fn of_delta(w: &Workload, block_size: u32) -> Self {
+        let b = session_blocks(w, block_size);
+        let mut starts = Vec::with_capacity(b.spans.len() + 1);
+        let mut ends = Vec::with_capacity(b.spans.len());
+        let mut prompt_lens = Vec::with_capacity(b.spans.len());
+        for &(start, len, prompt) in &b.spans {
+            starts.push(start);
+            ends.push(start + len as usize);
+            prompt_lens.push(prompt);
+        }
+        starts.push(b.ids.len());
+        PromptBlocks {
+            block_size: block_size.max(1),
+            starts,
+            ids: b.ids,
+            num_ids: b.num_ids,
+            ends,
+            prompt_lens,
         }
     }
 
@@ -63,12 +96,28 @@ impl PromptBlocks {
         self.num_ids
     }
 
-    /// Content ids of request `req`'s shareable leading full blocks.
+    /// Content ids of request `req`'s shareable leading full prompt blocks.
     #[inline]
     pub fn of(&self, req: u32) -> &[u32] {
+        let seq = self.sequence_of(req);
+        match self.prompt_lens.get(req as usize) {
+            Some(&n) => &seq[..n as usize],
+            None => seq,
+        }
+    }
+
+    /// Content ids of request `req`'s shareable leading full blocks of prompt *and* output: what
+    /// an engine registers as the sequence grows. Longer than [`PromptBlocks::of`] only where a
+    /// later request's prompt holds this one's output tokens (`mooncake-delta`).
+    #[inline]
+    pub fn sequence_of(&self, req: u32) -> &[u32] {
         let r = req as usize;
-        match (self.starts.get(r), self.starts.get(r + 1)) {
-            (Some(&a), Some(&b)) => &self.ids[a..b],
+        let end = match self.ends.get(r) {
+            Some(&e) => Some(e),
+            None => self.starts.get(r + 1).copied(),
+        };
+        match (self.starts.get(r), end) {
+            (Some(&a), Some(b)) => &self.ids[a..b],
             _ => &[],
         }
     }
@@ -94,6 +143,9 @@ impl PromptBlocks {
 /// request's shareable blocks), without allocating them. Exact: both walk the same trie.
 pub fn shared_block_count(w: &Workload, block_size: u32) -> u64 {
     let mut count = 0u64;
+    if w.is_delta() {
+        return session_blocks(w, block_size).ids.len() as u64;
+    }
     for_each_shared_run(w, block_size, |_, _, n| count += u64::from(n));
     count
 }
@@ -109,6 +161,8 @@ pub fn shared_block_bound(w: &Workload, block_size: u32) -> u64 {
             Content::Blocks { len, .. } => {
                 (r.input_length as u64 / bs).min(u64::from(len) * tbs / bs)
             }
+            // Prompt and output blocks of the session stream.
+            Content::Delta { .. } => (u64::from(r.input_length) + u64::from(r.output_length)) / bs,
             Content::Unique => 0,
         })
         .sum()

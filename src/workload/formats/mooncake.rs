@@ -23,6 +23,8 @@
 //!   `first_arrival_ms` is `None`.
 //! * Request `uuid` = position in `Workload::requests` + 1 (DynoSim draws random UUIDs for
 //!   trace rows; ours are deterministic).
+//! * `output_token_ids`, when given, must be a list of `u32` token ids as long as
+//!   `output_length` (DynoSim refuses the row otherwise); their values are not used.
 //! * Only the first `ceil(input_length / trace_block_size)` hash ids of a row (those covering
 //!   the prompt) are interned and stored; the rest can never influence a simulation.
 
@@ -318,6 +320,35 @@ impl<'a> TraceBuilder<'a> {
             },
         };
 
+        let output_ids = match raw.output_token_ids {
+            None => None,
+            Some(Value::Array(items)) => {
+                if let Some((i, item)) = items
+                    .iter()
+                    .enumerate()
+                    .find(|(_, t)| t.as_u64().is_none_or(|t| t > u64::from(u32::MAX)))
+                {
+                    return Err(self.err(
+                        line,
+                        format_args!(
+                            "field \"output_token_ids\": expected a list of token ids (integers \
+                             from 0 to {}), element {i} is {}",
+                            u32::MAX,
+                            describe(item)
+                        ),
+                    ));
+                }
+                Some(items.len() as u64)
+            }
+            Some(v) => {
+                return Err(field_err(
+                    "output_token_ids",
+                    "a list of token ids (integers)",
+                    &v,
+                ))
+            }
+        };
+
         Ok(Row {
             output_length,
             input_length,
@@ -326,11 +357,26 @@ impl<'a> TraceBuilder<'a> {
             session_id,
             priority,
             strict_priority,
+            output_ids,
         })
     }
 
     /// Adds a checked row whose hash ids are `hash_ids`.
     fn add_row(&mut self, line: u64, row: Row, hash_ids: &[u64]) -> Result<(), InputError> {
+        if let Some(n) = row
+            .output_ids
+            .filter(|&n| n != u64::from(row.output_length))
+        {
+            // DynoSim refuses the row: the planned output tokens fix the output length.
+            return Err(self.err(
+                line,
+                format_args!(
+                    "field \"output_token_ids\": {n} token ids, but output_length is {} (they \
+                     must match)",
+                    row.output_length
+                ),
+            ));
+        }
         let tbs = u64::from(self.tbs);
         let capacity = hash_ids.len() as u64 * tbs;
         let input_length = match row.input_length {
@@ -574,6 +620,8 @@ struct Row {
     session_id: Option<String>,
     priority: i32,
     strict_priority: u32,
+    /// Number of `output_token_ids`, when given.
+    output_ids: Option<u64>,
 }
 
 /// The known fields of a row as raw JSON values (`null` = absent), with the alias that was used.
@@ -587,6 +635,7 @@ struct RawRow {
     session_id: Option<Value>,
     priority: Option<Value>,
     strict_priority: Option<Value>,
+    output_token_ids: Option<Value>,
     /// First pair of keys naming the same field, if any.
     duplicate: Option<(&'static str, &'static str)>,
 }
@@ -605,6 +654,7 @@ const KEYS: &[(&str, usize)] = &[
     ("session_id", 5),
     ("priority", 6),
     ("strict_priority", 7),
+    ("output_token_ids", 8),
 ];
 
 impl<'de> de::Deserialize<'de> for RawRow {
@@ -624,7 +674,7 @@ impl<'de> Visitor<'de> for RowVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRow, A::Error> {
         let mut row = RawRow::default();
-        let mut seen: [Option<&'static str>; 8] = [None; 8];
+        let mut seen: [Option<&'static str>; 9] = [None; 9];
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let Some(&(name, slot)) = KEYS.iter().find(|(k, _)| *k == key) else {
                 map.next_value::<IgnoredAny>()?;
@@ -647,7 +697,8 @@ impl<'de> Visitor<'de> for RowVisitor {
                 4 => row.hash_ids = Some(value),
                 5 => row.session_id = Some(value),
                 6 => row.priority = Some(value),
-                _ => row.strict_priority = Some(value),
+                7 => row.strict_priority = Some(value),
+                _ => row.output_token_ids = Some(value),
             }
         }
         Ok(row)
@@ -694,6 +745,8 @@ struct FastRaw {
     session_id: Option<String>,
     priority: Option<Number>,
     strict_priority: Option<Number>,
+    /// Number of `output_token_ids` (each a u32), when given.
+    output_ids: Option<u64>,
 }
 
 impl FastRaw {
@@ -731,6 +784,7 @@ impl FastRaw {
             session_id: self.session_id,
             priority,
             strict_priority,
+            output_ids: self.output_ids,
         })
     }
 }
@@ -744,7 +798,7 @@ fn scan_row(line: &str, ids: &mut Vec<u64>) -> Option<FastRaw> {
     ids.clear();
     let mut sc = Scan { s: line, pos: 0 };
     let mut row = FastRaw::default();
-    let mut seen = [false; 8];
+    let mut seen = [false; 9];
     sc.ws();
     sc.eat(b'{')?;
     sc.ws();
@@ -789,7 +843,9 @@ fn scan_row(line: &str, ids: &mut Vec<u64>) -> Option<FastRaw> {
                     }
                 }
                 6 => row.priority = sc.nullable_number()?,
-                _ => row.strict_priority = sc.nullable_number()?,
+                7 => row.strict_priority = sc.nullable_number()?,
+                // Rare: read by serde (`FastRowSeed`).
+                _ => return None,
             }
             sc.ws();
             if sc.eat(b'}').is_some() {
@@ -924,7 +980,7 @@ impl<'de> Visitor<'de> for FastRowSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastRaw, A::Error> {
         let ids = self.ids;
         let mut row = FastRaw::default();
-        let mut seen = [false; 8];
+        let mut seen = [false; 9];
         while let Some(KnownKey(key)) = map.next_key()? {
             let Some((name, slot)) = key else {
                 map.next_value::<IgnoredAny>()?;
@@ -944,7 +1000,8 @@ impl<'de> Visitor<'de> for FastRowSeed<'_> {
                 }
                 5 => row.session_id = map.next_value()?,
                 6 => row.priority = map.next_value()?,
-                _ => row.strict_priority = map.next_value()?,
+                7 => row.strict_priority = map.next_value()?,
+                _ => row.output_ids = map.next_value_seed(TokenCount)?,
             }
         }
         Ok(row)
@@ -1000,6 +1057,48 @@ impl<'de> Visitor<'de> for IdsSeed<'_> {
     }
 }
 
+/// `null`, or a list of `u32` token ids read as their number (nothing allocated).
+struct TokenCount;
+
+impl<'de> DeserializeSeed<'de> for TokenCount {
+    type Value = Option<u64>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TokenCount {
+    type Value = Option<u64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of token ids")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+        let mut n = 0u64;
+        while let Some(Id(id)) = seq.next_element()? {
+            if id > u64::from(u32::MAX) {
+                return Err(de::Error::custom("token id out of range"));
+            }
+            n += 1;
+        }
+        Ok(Some(n))
+    }
+}
+
 /// A JSON integer that `Value::as_u64` accepts: only `visit_u64` succeeds.
 struct Id(u64);
 
@@ -1035,6 +1134,41 @@ mod tests {
 
     fn parse_err(text: &str) -> String {
         parse(text).expect_err("expected an error").0
+    }
+
+    #[test]
+    fn output_token_ids_must_match_output_length() {
+        let ok = parse(concat!(
+            r#"{"timestamp": 0, "output_length": 2, "hash_ids": [1], "output_token_ids": [7, 4294967295]}"#,
+            "\n",
+            r#"{"timestamp": 1, "output_length": 2, "hash_ids": [1], "output_token_ids": null}"#,
+            "\n",
+        ))
+        .unwrap();
+        assert_eq!(ok.requests[0].output_length, 2);
+        let e = parse_err(
+            r#"{"timestamp": 0, "output_length": 3, "hash_ids": [1], "output_token_ids": [7, 8]}"#,
+        );
+        assert_eq!(
+            e,
+            "t.jsonl:1: field \"output_token_ids\": 2 token ids, but output_length is 3 (they \
+             must match)"
+        );
+        let e = parse_err(
+            r#"{"timestamp": 0, "output_length": 2, "hash_ids": [1], "output_token_ids": [7, -1]}"#,
+        );
+        assert!(e.contains("element 1 is the negative integer -1"), "{e}");
+        let e = parse_err(
+            r#"{"timestamp": 0, "output_length": 1, "hash_ids": [1], "output_token_ids": [4294967296]}"#,
+        );
+        assert!(e.contains("element 0 is the integer 4294967296"), "{e}");
+        let e = parse_err(
+            r#"{"timestamp": 0, "output_length": 1, "hash_ids": [1], "output_token_ids": "x"}"#,
+        );
+        assert!(
+            e.contains("field \"output_token_ids\": expected a list"),
+            "{e}"
+        );
     }
 
     #[test]
