@@ -1,5 +1,6 @@
-# dynosim's AIConfigurator compile step, run as `python3 -c <this file> compile|serve|list`.
-# It needs the PyPI package aiconfigurator-core (the version dynosim's Cargo.toml pins). Reads one
+# dynosim's AIConfigurator compile step, run as `python3 -c <this file> probe|compile|serve|list`.
+# It needs the Python package aiconfigurator-core, 0.12.0 (PyPI) or 0.11.0 (DynoSim 1.4.2's);
+# `probe` says which is installed (its spec schema picks the Rust estimator that loads the specs). Reads one
 # JSON request on stdin, writes one JSON answer on stdout ({"ok": true, ...} or
 # {"ok": false, "kind": ..., "message": ..., "available": [...]}); AIC's own log lines go to stderr.
 # `serve` answers one request per stdin line until stdin closes (the perf data the first compile
@@ -19,16 +20,63 @@ def fail(kind, message, available=None):
     answer({"ok": False, "kind": kind, "message": message, "available": available or []})
 
 
-try:
-    import importlib.metadata as md
+def package_version():
+    """The installed distribution's version, or None for a copy without metadata (e.g. the
+    aiconfigurator_core folder of a DynoSim kit)."""
+    try:
+        import importlib.metadata as md
 
-    VERSION = md.version("aiconfigurator-core")
+        return md.version("aiconfigurator-core")
+    except Exception:
+        return None
+
+
+try:
     import aiconfigurator_core
-    from aiconfigurator_core.sdk import perf_database
-    from aiconfigurator_core.sdk.engine import compile_engine
-    from aiconfigurator_core.sdk.memory import estimate_num_gpu_blocks
+    import aiconfigurator_core._aiconfigurator_core as native
 except Exception as exc:  # package missing or broken
     fail("missing_package", f"{type(exc).__name__}: {exc}")
+
+VERSION = package_version()
+PACKAGE_DIR = os.path.dirname(aiconfigurator_core.__file__)
+
+
+def sdk():
+    """The SDK modules a compile needs (0.11.0 and 0.12.0 have the same names and keywords)."""
+    try:
+        from aiconfigurator_core.sdk import engine, memory, perf_database
+
+        return engine, memory, perf_database
+    except Exception as exc:
+        fail("missing_package", f"{type(exc).__name__}: {exc}")
+
+
+def spec_schema():
+    """The EngineSpec schema the installed package compiles: 0.12.0's native module says it;
+    0.11.0's has no such function and states it as a constant in sdk/engine.py (read as text, so
+    the probe need not import the SDK, about 0.5 s)."""
+    if hasattr(native, "engine_spec_schema_version"):
+        return int(native.engine_spec_schema_version())
+    try:
+        import re
+
+        with open(os.path.join(PACKAGE_DIR, "sdk", "engine.py"), encoding="utf-8") as f:
+            m = re.search(r"^ENGINE_SPEC_SCHEMA_VERSION = (\d+)\s*$", f.read(), re.M)
+        if m:
+            return int(m.group(1))
+    except OSError:
+        pass
+    return int(sdk()[0].ENGINE_SPEC_SCHEMA_VERSION)
+
+
+def fingerprint():
+    """What identifies the installed package's code: a reinstall or another version changes it."""
+    parts = [os.path.realpath(PACKAGE_DIR), VERSION]
+    for f in (native.__file__, os.path.join(PACKAGE_DIR, "sdk", "engine.py")):
+        st = os.stat(os.path.realpath(f))
+        parts.append([os.path.realpath(f), st.st_size, st.st_mtime_ns])
+    return json.dumps(parts)
+
 
 PACKAGE_SYSTEMS = os.path.join(os.path.dirname(aiconfigurator_core.__file__), "systems")
 MODEL_CONFIGS = os.path.join(os.path.dirname(aiconfigurator_core.__file__), "model_configs")
@@ -44,7 +92,7 @@ def bundled_models():
 
 def databases(systems_path):
     paths = [systems_path] if systems_path else None
-    return {s: dict(b) for s, b in perf_database.get_supported_databases(paths).items()}
+    return {s: dict(b) for s, b in sdk()[2].get_supported_databases(paths).items()}
 
 
 def systems_root(systems_path):
@@ -83,8 +131,9 @@ def compile_request(req):
     quant = {f"{k}_quant_mode": req.get(f"{k}_dtype") for k in ("gemm", "moe", "fmha", "comm")}
     quant["kvcache_quant_mode"] = req.get("kv_cache_dtype")
     sp = req.get("systems_path")
+    engine, memory, _ = sdk()
     try:
-        spec = compile_engine(model, req["system"], req["backend"], req["backend_version"], systems_path=sp, **parallel, **quant)
+        spec = engine.compile_engine(model, req["system"], req["backend"], req["backend_version"], systems_path=sp, **parallel, **quant)
     except Exception as exc:
         fail("compile_failed", f"{type(exc).__name__}: {exc}")
     blocks = None
@@ -92,7 +141,7 @@ def compile_request(req):
     if kv is not None:
         try:
             blocks = int(
-                estimate_num_gpu_blocks(
+                memory.estimate_num_gpu_blocks(
                     model, req["system"], req["backend"], req["backend_version"],
                     scheduler_block_size=kv["block_size"],
                     max_num_tokens=kv["max_num_batched_tokens"],
@@ -105,14 +154,16 @@ def compile_request(req):
             )
         except Exception as exc:
             fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
-    answer({"ok": True, "aic_version": VERSION, "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks})
+    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks})
 
 
 def main():
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "list":
         sp = os.environ.get("AICONFIGURATOR_SYSTEMS_PATH") or None
-        answer({"ok": True, "aic_version": VERSION, "systems_root": systems_root(sp), "databases": databases(sp), "models": bundled_models()})
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": databases(sp), "models": bundled_models()})
+    if cmd == "probe":
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "fingerprint": fingerprint()})
     if cmd == "compile":
         compile_request(json.loads(sys.stdin.read()))
     if cmd == "serve":

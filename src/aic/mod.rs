@@ -4,13 +4,18 @@
 //! (`aiconfigurator-core`) loads it once per process; every pool and sweep point with the same id
 //! shares that loaded engine through an [`AicEngines`] set.
 //!
+//! Which estimator loads the spec is the installed Python package's choice: 0.11.0 (DynoSim
+//! 1.4.2's) or 0.12.0, told apart by the spec schema it compiles ([`estimator`]).
+//!
 //! Owns: the subprocess protocol (`helper.py`), the disk cache, the shared set, `dynosim aic
 //! list`. Does not own: the latency model itself (`engine::timing::aic`) or where the KV estimate
 //! is applied (the callers).
 
+pub mod estimator;
+
 use crate::config::aic::{AicEngineId, AicKvEstimate};
 use crate::error::InputError;
-use aiconfigurator_core::engine::spec::{EngineSpec, OpSpec};
+pub use estimator::{Estimator, EstimatorVersion};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -20,12 +25,17 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// The AIConfigurator package version whose compiled specs this build loads (the crate and the
-/// PyPI wheel are released together; the spec's schema version must match).
-pub const AIC_VERSION: &str = "0.12.0";
-
-/// What a user installs to get AIC timing.
+/// What a user installs to get AIC timing (a DynoSim 1.4.2 user's Python, with
+/// aiconfigurator-core 0.11.0 from `ai-dynamo[mocker]`, works as it is).
 pub const INSTALL_HINT: &str = "pip install aiconfigurator-core==0.12.0";
+
+/// The package AIC timing needs, for messages.
+fn needed_package() -> String {
+    format!(
+        "aiconfigurator-core {} (0.11.0 is DynoSim 1.4.2's)",
+        EstimatorVersion::supported()
+    )
+}
 
 const HELPER: &str = include_str!("helper.py");
 
@@ -74,8 +84,12 @@ struct CompileAnswer {
     message: String,
     #[serde(default)]
     available: Vec<String>,
+    /// The package's version; `None` for a copy without package metadata.
     #[serde(default)]
-    aic_version: String,
+    aic_version: Option<String>,
+    /// The spec schema the package compiles (which estimator loads it).
+    #[serde(default)]
+    schema: Option<u32>,
     #[serde(default)]
     spec_hex: String,
     #[serde(default)]
@@ -87,6 +101,8 @@ struct CompileAnswer {
 /// A compiled engine as the Python step produced it.
 #[derive(Debug, Clone)]
 pub struct CompiledSpec {
+    /// The estimator whose schema the spec carries.
+    pub version: EstimatorVersion,
     pub spec: Vec<u8>,
     pub systems_root: PathBuf,
     /// Per-rank KV blocks from AIC's memory model, when an estimate was asked for.
@@ -114,9 +130,10 @@ fn run_helper(cmd: &str, stdin: &str) -> Result<(String, String), InputError> {
         .spawn()
         .map_err(|e| {
             InputError::new(format!(
-                "AIC timing needs Python with aiconfigurator-core {AIC_VERSION}, but `{py}` could \
-                 not be started ({e}); install Python 3.11+ and run `{INSTALL_HINT}`, or point \
-                 DYNOSIM_PYTHON at a Python that has it"
+                "AIC timing needs Python with {}, but `{py}` could not be started ({e}); install \
+                 Python 3.11+ and run `{INSTALL_HINT}`, or point DYNOSIM_PYTHON at a Python that \
+                 has it",
+                needed_package()
             ))
         })?;
     {
@@ -149,8 +166,9 @@ fn parse_answer(stdout: &str, stderr: &str) -> Result<CompileAnswer, InputError>
 fn answer_error(a: &CompileAnswer, what: &str) -> InputError {
     let mut msg = match a.kind.as_str() {
         "missing_package" => format!(
-            "AIC timing needs the Python package aiconfigurator-core {AIC_VERSION} in `{}` \
-             ({}); install it with `{INSTALL_HINT}`",
+            "AIC timing needs the Python package {} in `{}` ({}); install it with \
+             `{INSTALL_HINT}`, or point DYNOSIM_PYTHON at DynoSim's Python",
+            needed_package(),
             python(),
             a.message
         ),
@@ -159,18 +177,74 @@ fn answer_error(a: &CompileAnswer, what: &str) -> InputError {
     if !a.available.is_empty() {
         msg.push_str(&format!("; available: {}", a.available.join(", ")));
     }
-    if a.kind == "unknown_version" && systems_path_override().is_none() {
+    if a.kind == "unknown_version"
+        && systems_path_override().is_none()
+        && a.schema != Some(EstimatorVersion::V0_11.schema())
+    {
         msg.push_str(
             " (DynoSim 1.4.2's versions, e.g. vllm 0.19.0, are in AIConfigurator 0.11.0's perf \
-             data: point AICONFIGURATOR_SYSTEMS_PATH at its `systems` folder)",
+             data: point DYNOSIM_PYTHON at DynoSim's Python, or AICONFIGURATOR_SYSTEMS_PATH at \
+             0.11.0's `systems` folder)",
         );
     }
     InputError::new(msg)
 }
 
-fn cache_key(req: &str, py: &str) -> String {
+/// What `helper.py probe` says about the installed package: which estimator loads its specs, and
+/// what identifies its code on disk (part of every cache key).
+#[derive(Debug, Clone, Deserialize)]
+struct Installed {
+    #[serde(default)]
+    aic_version: Option<String>,
+    schema: u32,
+    fingerprint: String,
+}
+
+impl Installed {
+    /// The estimator for this package's specs, or the message saying it has none.
+    fn estimator(&self) -> Result<EstimatorVersion, InputError> {
+        EstimatorVersion::from_schema(self.schema).ok_or_else(|| {
+            InputError::new(format!(
+                "`{}` has aiconfigurator-core {} (spec schema {}), whose compiled specs this \
+                 dynosim cannot load; it loads {}: run `{INSTALL_HINT}`, or point DYNOSIM_PYTHON \
+                 at DynoSim 1.4.2's Python",
+                python(),
+                self.aic_version.as_deref().unwrap_or("of unknown version"),
+                self.schema,
+                supported_schemas()
+            ))
+        })
+    }
+}
+
+/// "0.11.0 (schema 4) or 0.12.0 (schema 15)".
+fn supported_schemas() -> String {
+    EstimatorVersion::ALL
+        .map(|v| format!("{v} (schema {})", v.schema()))
+        .join(" or ")
+}
+
+/// Asks the user's Python which aiconfigurator-core it has (a few hundredths of a second: the
+/// SDK is not imported).
+fn probe() -> Result<Installed, InputError> {
+    let (stdout, stderr) = run_helper("probe", "")?;
+    let a = parse_answer(&stdout, &stderr)?;
+    if !a.ok {
+        return Err(answer_error(&a, "AIC timing"));
+    }
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("{}");
+    serde_json::from_str(line)
+        .map_err(|e| InputError::new(format!("AIC compile step: unexpected probe answer ({e})")))
+}
+
+fn cache_key(req: &str, py: &str, installed: &Installed) -> String {
     let mut h = Sha256::new();
-    h.update(AIC_VERSION.as_bytes());
+    h.update(installed.schema.to_le_bytes());
+    h.update(installed.fingerprint.as_bytes());
     h.update([0]);
     h.update(py.as_bytes());
     h.update([0]);
@@ -192,17 +266,22 @@ fn from_answer(a: CompileAnswer, what: &str) -> Result<CompiledSpec, InputError>
     if !a.ok {
         return Err(answer_error(&a, what));
     }
-    if a.aic_version != AIC_VERSION {
-        return Err(InputError::new(format!(
-            "{what}: `{}` has aiconfigurator-core {}, but this dynosim loads specs of {AIC_VERSION} \
-             (their schema versions differ); run `{INSTALL_HINT}`",
-            python(),
-            a.aic_version
-        )));
-    }
     let spec = decode_hex(&a.spec_hex)
         .ok_or_else(|| InputError::new(format!("{what}: the compile step's spec is not hex")))?;
+    let schema = estimator::spec_schema(&spec);
+    let version = schema.and_then(EstimatorVersion::from_schema);
+    let Some(version) = version.filter(|_| schema == a.schema) else {
+        return Err(InputError::new(format!(
+            "{what}: `{}` has aiconfigurator-core {} and compiled a spec of schema {}, which this \
+             dynosim cannot load; it loads {}: run `{INSTALL_HINT}`",
+            python(),
+            a.aic_version.as_deref().unwrap_or("of unknown version"),
+            schema.map_or("?".into(), |s| s.to_string()),
+            supported_schemas()
+        )));
+    };
     Ok(CompiledSpec {
+        version,
         spec,
         systems_root: PathBuf::from(a.systems_root),
         num_gpu_blocks: a.num_gpu_blocks,
@@ -270,6 +349,7 @@ impl Drop for Server {
 fn compile(
     id: &AicEngineId,
     kv: Option<&AicKvEstimate>,
+    installed: &mut Option<Installed>,
     server: &mut Option<Server>,
 ) -> Result<(CompiledSpec, bool), InputError> {
     let what = format!("AIC engine {}", describe(id));
@@ -280,13 +360,18 @@ fn compile(
     })
     .expect("a compile request serialises");
     let py = python();
-    let cached = cache_dir().map(|d| d.join(format!("{}.json", cache_key(&req, &py))));
+    if installed.is_none() {
+        *installed = Some(probe()?);
+    }
+    let installed = installed.as_ref().expect("probed above");
+    let version = installed.estimator()?;
+    let cached = cache_dir().map(|d| d.join(format!("{}.json", cache_key(&req, &py, installed))));
     if let Some(path) = &cached {
         if let Some(a) = std::fs::read_to_string(path)
             .ok()
             .and_then(|t| serde_json::from_str::<CompileAnswer>(&t).ok())
         {
-            if a.ok && a.aic_version == AIC_VERSION {
+            if a.ok && a.schema == Some(version.schema()) {
                 return Ok((from_answer(a, &what)?, false));
             }
         }
@@ -329,54 +414,21 @@ fn write_atomically(path: &Path, text: &str) {
 /// A loaded AIC engine, shared read-only by every simulation that uses it.
 pub struct LoadedEngine {
     pub id: AicEngineId,
-    pub engine: aiconfigurator_core::engine::Engine,
+    pub engine: Estimator,
 }
 
 fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> {
-    let engine = aiconfigurator_core::engine::Engine::from_spec_bytes(&c.spec, &c.systems_root)
-        .map_err(|e| {
-            InputError::new(format!(
-                "AIC engine {}: the Rust estimator could not load the compiled spec ({e}); if \
-                 this is a schema-version mismatch, run `{INSTALL_HINT}`",
-                describe(id)
-            ))
-        })?;
+    let engine = Estimator::load(c.version, &c.spec, &c.systems_root).map_err(|e| {
+        InputError::new(format!(
+            "AIC engine {}: the Rust estimator {} could not load the compiled spec ({e})",
+            describe(id),
+            c.version
+        ))
+    })?;
     // The estimator reads its perf tables lazily, by query shape, on first use (a second or
     // more): a few queries spanning the shapes a simulation asks for do it here, so that cost
-    // counts as loading, not as simulating. Each table is read once (behind a `OnceLock`) by
-    // whichever query needs it first, so two helper threads start on the attention tables while
-    // this one reads the GEMM table; the answers do not depend on who read what.
-    let warm = || -> Result<(), aiconfigurator_core::AicError> {
-        for (bs, isl, prefix) in WARM_PREFILL {
-            engine.predict_prefill_latency(bs, isl, prefix)?;
-        }
-        for (bs, ctx) in WARM_DECODE {
-            engine.predict_decode_latency(bs, ctx, 2)?;
-        }
-        Ok(())
-    };
-    let warmed = std::thread::scope(|scope| {
-        // Plain threads, not rayon: the caller holds the engine set's lock, and a rayon wait
-        // could pick up another sweep point that asks for it.
-        if let Ok(spec) = EngineSpec::from_bincode(&c.spec) {
-            let engine = &engine;
-            let context = shape_ops(&spec.context_ops);
-            let generation = shape_ops(&spec.generation_ops);
-            scope.spawn(move || {
-                for (bs, isl, prefix) in WARM_PREFILL {
-                    // Errors surface in `warm` below, which asks the same.
-                    let _ =
-                        engine.evaluate_context_ops(&context, bs, isl - prefix, prefix, 1.0, None);
-                }
-            });
-            scope.spawn(move || {
-                for (bs, ctx) in WARM_DECODE {
-                    let _ = engine.evaluate_generation_ops(&generation, bs, ctx + 1, 1.0, 0, None);
-                }
-            });
-        }
-        warm()
-    });
+    // counts as loading, not as simulating.
+    let warmed = engine.warm(&c.spec, &WARM_PREFILL, &WARM_DECODE);
     if let Err(e) = warmed {
         return Err(InputError::new(format!(
             "AIC engine {}: the estimator cannot answer a first query ({e})",
@@ -393,26 +445,6 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
 const WARM_PREFILL: [(u32, u32, u32); 4] =
     [(1, 128, 0), (1, 8192, 0), (4, 2048, 1024), (16, 512, 448)];
 const WARM_DECODE: [(u32, u32); 4] = [(1, 128), (8, 2048), (64, 16384), (256, 1024)];
-
-/// Indices of the ops whose cost depends on more than the pass's token count (attention and the
-/// like: the tables other than the GEMM, element-wise and communication ones).
-fn shape_ops(ops: &[OpSpec]) -> Vec<usize> {
-    ops.iter()
-        .enumerate()
-        .filter(|(_, op)| {
-            !matches!(
-                op,
-                OpSpec::Gemm(_)
-                    | OpSpec::Embedding(_)
-                    | OpSpec::Elementwise(_)
-                    | OpSpec::CustomAllReduce(_)
-                    | OpSpec::Nccl(_)
-                    | OpSpec::P2P(_)
-            )
-        })
-        .map(|(i, _)| i)
-        .collect()
-}
 
 /// Counts of the work an [`AicEngines`] set did (reported so a sweep can show each distinct
 /// engine was compiled and loaded once).
@@ -450,6 +482,7 @@ pub struct AicEngines {
     compiled: AtomicU64,
     cached: AtomicU64,
     first_use_us: AtomicU64,
+    installed: Mutex<Option<Installed>>,
     server: Mutex<Option<Server>>,
 }
 
@@ -487,7 +520,7 @@ impl AicEngines {
             }
         }
         let started = std::time::Instant::now();
-        let (compiled, ran) = compile(id, kv, &mut self.server.lock())?;
+        let (compiled, ran) = compile(id, kv, &mut self.installed.lock(), &mut self.server.lock())?;
         let counter = if ran { &self.compiled } else { &self.cached };
         counter.fetch_add(1, Ordering::Relaxed);
         let engine = match engines.get(id) {
@@ -526,7 +559,11 @@ impl AicEngines {
 /// and the bundled model configs.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
-    pub aic_version: String,
+    /// The installed package's version; `None` for a copy without package metadata.
+    #[serde(default)]
+    pub aic_version: Option<String>,
+    /// The spec schema it compiles, which picks the estimator.
+    pub schema: u32,
     pub systems_root: String,
     pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     pub models: Vec<String>,
@@ -550,7 +587,32 @@ pub fn catalog() -> Result<Catalog, InputError> {
 
 impl std::fmt::Display for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "aiconfigurator-core {}", self.aic_version)?;
+        let estimator = EstimatorVersion::from_schema(self.schema);
+        let version = match (&self.aic_version, estimator) {
+            (Some(v), _) => v.clone(),
+            (None, Some(e)) => format!("{e} (no package metadata; known by its spec schema)"),
+            (None, None) => "of unknown version".into(),
+        };
+        writeln!(f, "aiconfigurator-core {version} in `{}`", python())?;
+        match estimator {
+            Some(EstimatorVersion::V0_11) => writeln!(
+                f,
+                "estimator: dynosim's aiconfigurator-core 0.11.0 (spec schema {}), DynoSim 1.4.2's",
+                self.schema
+            )?,
+            Some(e) => writeln!(
+                f,
+                "estimator: dynosim's aiconfigurator-core {e} (spec schema {})",
+                self.schema
+            )?,
+            None => writeln!(
+                f,
+                "estimator: none (spec schema {}; this dynosim loads {}): AIC timing would refuse \
+                 to run",
+                self.schema,
+                supported_schemas()
+            )?,
+        }
         writeln!(f, "perf data: {}", self.systems_root)?;
         writeln!(
             f,
