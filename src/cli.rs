@@ -48,8 +48,9 @@ pub enum Command {
 /// `dynosim aic …`.
 #[derive(Debug, Subcommand)]
 pub enum AicCommand {
-    /// Print the GPU systems, backends, backend versions and bundled models the installed
-    /// aiconfigurator-core supports (runs `python3`, or $DYNOSIM_PYTHON).
+    /// Print the installed aiconfigurator-core (0.11.0 or 0.12.0: which estimator loads its
+    /// specs) and the GPU systems, backends, backend versions and bundled models it supports
+    /// (runs `python3`, or $DYNOSIM_PYTHON).
     List,
 }
 

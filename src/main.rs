@@ -20,9 +20,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Man(args) => man(args),
-        Command::Aic(dynosim::cli::AicCommand::List) => dynosim::aic::catalog()
-            .map(|c| print!("{c}"))
-            .map_err(anyhow::Error::from),
+        Command::Aic(dynosim::cli::AicCommand::List) => aic_list(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -41,6 +39,16 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::from(code)
         }
+    }
+}
+
+fn aic_list() -> anyhow::Result<()> {
+    use std::io::Write;
+    let catalog = dynosim::aic::catalog()?;
+    match write!(std::io::stdout().lock(), "{catalog}") {
+        // `dynosim aic list | head`: a reader that stops early is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 

@@ -458,19 +458,26 @@ pub struct AicStats {
     pub cached: u64,
     /// Wall time of compiling and loading, in milliseconds.
     pub first_use_ms: u64,
+    /// The estimator that loaded them (the installed Python package's version), once known.
+    pub estimator: Option<&'static str>,
 }
 
 impl AicStats {
-    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.14 s`.
+    /// One line for the console: `AIC: 4 engines loaded (2 compiled, 2 from the cache) in 2.14 s
+    /// by aiconfigurator-core 0.12.0`.
     pub fn summary(&self) -> String {
-        format!(
+        let mut line = format!(
             "AIC: {} engine{} loaded ({} compiled, {} from the cache) in {:.2} s",
             self.loaded,
             if self.loaded == 1 { "" } else { "s" },
             self.compiled,
             self.cached,
             self.first_use_ms as f64 / 1000.0
-        )
+        );
+        if let Some(v) = self.estimator {
+            line.push_str(&format!(" by aiconfigurator-core {v}"));
+        }
+        line
     }
 }
 
@@ -551,6 +558,12 @@ impl AicEngines {
             compiled: self.compiled.load(Ordering::Relaxed),
             cached: self.cached.load(Ordering::Relaxed),
             first_use_ms: self.first_use_us.load(Ordering::Relaxed) / 1000,
+            estimator: self
+                .installed
+                .lock()
+                .as_ref()
+                .and_then(|i| EstimatorVersion::from_schema(i.schema))
+                .map(EstimatorVersion::package_version),
         }
     }
 }
@@ -685,4 +698,43 @@ pub fn build_prefill_load_estimator(
     Ok(crate::router::prefill_load::PrefillLoadEstimator::new(
         latency,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn installed(schema: u32, fingerprint: &str) -> Installed {
+        Installed {
+            aic_version: None,
+            schema,
+            fingerprint: fingerprint.into(),
+        }
+    }
+
+    #[test]
+    fn cache_keys_name_the_estimator_and_the_installed_package() {
+        let (req, py) = ("{\"model_path\":\"m\"}", "/venv/bin/python");
+        let a = cache_key(req, py, &installed(4, "pkg"));
+        assert_eq!(a, cache_key(req, py, &installed(4, "pkg")));
+        // Another estimator, or the same Python with another install of the package.
+        assert_ne!(a, cache_key(req, py, &installed(15, "pkg")));
+        assert_ne!(a, cache_key(req, py, &installed(4, "pkg, reinstalled")));
+        assert_ne!(a, cache_key(req, "/other/python", &installed(4, "pkg")));
+    }
+
+    #[test]
+    fn a_package_of_another_schema_is_refused_with_the_supported_versions() {
+        let err = installed(27, "pkg").estimator().unwrap_err().0;
+        assert!(err.contains("spec schema 27"), "{err}");
+        assert!(
+            err.contains("0.11.0 (schema 4) or 0.12.0 (schema 15)"),
+            "{err}"
+        );
+        assert!(err.contains(INSTALL_HINT), "{err}");
+        assert_eq!(
+            installed(4, "pkg").estimator().unwrap(),
+            EstimatorVersion::V0_11
+        );
+    }
 }
