@@ -12,6 +12,9 @@
 //! * The vLLM 0.19.0 comparisons (DynoSim 1.4.2's default data, which the 0.12.0 wheel does not
 //!   ship) need AIConfigurator 0.11.0's `systems` folder: they run when
 //!   DYNOSIM_AIC_011_SYSTEMS names it (or the reference kit's venv is at its default place).
+//! * The `aic_0_11_*` tests run dynosim with DynoSim's own Python (aiconfigurator-core 0.11.0,
+//!   loaded by dynosim's 0.11.0 estimator): DYNOSIM_PYTHON_011, which `.ci/run` sets to the
+//!   reference kit's venv (or that venv at its default place); without one they are skipped.
 //!
 //! Every test uses its own compile cache folder (DYNOSIM_CACHE_DIR) so the counts it checks do
 //! not depend on earlier runs.
