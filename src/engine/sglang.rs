@@ -8,7 +8,7 @@
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::timing::{scaled, LatencyModel};
-use super::vllm::PassOutput;
+use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::workload::sharing::PromptBlocks;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -82,6 +82,16 @@ pub struct SglangEngine<M: LatencyModel> {
     record_events: bool,
     page_refs: FxHashMap<u32, u32>,
     events: Vec<KvEvent>,
+    /// Disaggregated hand-offs (decode side): reserved destinations by request, activated ones
+    /// waiting to join the running batch, whether the simulator has destinations it could not
+    /// reserve yet (they block fresh admissions), and the capacity generation that gates
+    /// reservation retries. Prefill side: finished sequences whose KV is held for the transfer.
+    reserved: FxHashMap<u32, u32>,
+    prebuilt: VecDeque<u32>,
+    pending_destinations: bool,
+    capacity_generation: u64,
+    last_attempt: Option<(u32, u64)>,
+    held: FxHashMap<u32, u32>,
     /// Scratch buffers reused across passes.
     evicted: Vec<PageKey>,
     can_run: Vec<u32>,
@@ -122,6 +132,12 @@ impl<M: LatencyModel> SglangEngine<M> {
             record_events: record_kv_events,
             page_refs: FxHashMap::default(),
             events: Vec::new(),
+            reserved: FxHashMap::default(),
+            prebuilt: VecDeque::new(),
+            pending_destinations: false,
+            capacity_generation: 0,
+            last_attempt: None,
+            held: FxHashMap::default(),
             evicted: Vec::new(),
             can_run: Vec::new(),
             finished_slots: Vec::new(),
@@ -138,7 +154,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     pub fn has_work(&self) -> bool {
-        !self.waiting.is_empty() || !self.running.is_empty()
+        !self.waiting.is_empty() || !self.running.is_empty() || !self.prebuilt.is_empty()
     }
 
     pub fn num_waiting(&self) -> usize {
@@ -155,6 +171,11 @@ impl<M: LatencyModel> SglangEngine<M> {
 
     /// Queues a new request.
     pub fn enqueue(&mut self, req: u32, input: u32, max_output: u32) {
+        let slot = self.new_slot(req, input, max_output);
+        self.waiting.push_back(slot);
+    }
+
+    fn new_slot(&mut self, req: u32, input: u32, max_output: u32) -> u32 {
         let r = Req {
             req,
             input,
@@ -162,7 +183,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             node: NO_NODE,
             ..Req::default()
         };
-        let slot = match self.free_reqs.pop() {
+        match self.free_reqs.pop() {
             Some(i) => {
                 self.reqs[i as usize] = r;
                 i
@@ -171,8 +192,68 @@ impl<M: LatencyModel> SglangEngine<M> {
                 self.reqs.push(r);
                 (self.reqs.len() - 1) as u32
             }
+        }
+    }
+
+    /// Disaggregated decode side: the simulator has hand-offs it could not reserve yet (they
+    /// block fresh admissions of retracted sequences, as in DynoSim).
+    pub fn set_pending_destinations(&mut self, pending: bool) {
+        self.pending_destinations = pending;
+    }
+
+    /// Whether [`SglangEngine::reserve_destination`] would try `req` now: DynoSim retries the
+    /// head destination only after the pool's capacity changed (a completion, a retraction, a
+    /// released source) since its last attempt.
+    pub fn would_attempt(&self, req: u32) -> bool {
+        self.last_attempt != Some((req, self.capacity_generation))
+    }
+
+    /// Reserves KV for a hand-off's prompt (breadth §1.11, "destination first"): the prompt's
+    /// cached prefix is matched and locked, the other pages (page-rounded) are taken, evicting
+    /// if needed. `missing_tokens` is the page-rounded part that must be transferred.
+    pub fn reserve_destination(
+        &mut self,
+        req: u32,
+        input: u32,
+        max_output: u32,
+        prompts: &PromptBlocks,
+    ) -> Option<Reservation> {
+        if !self.would_attempt(req) {
+            return None;
+        }
+        self.last_attempt = Some((req, self.capacity_generation));
+        let slot = self.new_slot(req, input, max_output);
+        let Some(prefix) = self.allocate(slot, input, prompts) else {
+            self.free_reqs.push(slot);
+            return None;
         };
-        self.waiting.push_back(slot);
+        self.reserved.insert(req, slot);
+        Some(Reservation {
+            seq: slot,
+            missing_tokens: self.pages_of(input) * self.s.page - prefix,
+        })
+    }
+
+    /// The KV of a reserved hand-off has arrived: its prompt pages enter the radix cache and
+    /// the sequence waits to join the running batch at the next pass.
+    pub fn activate(&mut self, slot: u32, prompts: &PromptBlocks) {
+        let req = self.reqs[slot as usize].req;
+        self.reserved.remove(&req);
+        let before = self.cache.available_pages();
+        self.cache_materialized(slot, prompts);
+        if self.cache.available_pages() > before {
+            self.capacity_generation += 1;
+        }
+        self.prebuilt.push_back(slot);
+    }
+
+    /// Prefill side: frees the KV a finished sequence held for its transfer (its complete
+    /// pages stay in the radix cache).
+    pub fn release_held(&mut self, req: u32, prompts: &PromptBlocks) {
+        if let Some(slot) = self.held.remove(&req) {
+            self.finish(slot, prompts);
+            self.capacity_generation += 1;
+        }
     }
 
     /// The largest request queued or running that can never fit this engine's KV pool, if
@@ -407,6 +488,17 @@ impl<M: LatencyModel> SglangEngine<M> {
     pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
         out.clear();
         let page = self.s.page;
+        // 0. Activated hand-offs join the running batch first (no prefill, 0 reused tokens);
+        // while some still wait, or a destination waits for KV, nothing fresh is admitted.
+        while self.running.len() < self.s.max_running {
+            let Some(slot) = self.prebuilt.pop_front() else {
+                break;
+            };
+            out.admitted.push((self.reqs[slot as usize].req, 0));
+            out.progressed = true;
+            self.running.push(slot);
+        }
+        let fresh_admission = self.prebuilt.is_empty() && !self.pending_destinations;
         self.order_waiting(prompts);
 
         // 1. Batch formation (breadth §1.4).
@@ -423,7 +515,11 @@ impl<M: LatencyModel> SglangEngine<M> {
             - reserved;
         let mut rem_input = self.s.max_prefill_tokens;
         let mut rem_chunk = self.s.chunked_prefill_size as f64;
-        let slots = self.s.max_running.saturating_sub(self.running.len());
+        let slots = if fresh_admission {
+            self.s.max_running.saturating_sub(self.running.len())
+        } else {
+            0
+        };
         let mut can_run = std::mem::take(&mut self.can_run);
         can_run.clear();
         let mut oom = false;
@@ -570,6 +666,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             self.waiting.push_front(slot);
         }
         if any_retracted {
+            self.capacity_generation += 1;
             out.preempted += retracted.len() as u32;
             out.progressed = true;
         }
@@ -638,7 +735,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// (at least 2), or `None` when the next pass differs.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
-        if !self.waiting.is_empty() || self.running.is_empty() {
+        if !self.waiting.is_empty() || self.running.is_empty() || !self.prebuilt.is_empty() {
             return None;
         }
         let page = self.s.page;
@@ -710,8 +807,15 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     fn complete(&mut self, slot: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
-        out.finished.push(self.reqs[slot as usize].req);
-        self.finish(slot, prompts);
+        let req = self.reqs[slot as usize].req;
+        out.finished.push(req);
+        if self.args.worker_type == WorkerType::Prefill {
+            // A prefill worker holds the finished sequence's KV until the transfer is done.
+            self.held.insert(req, slot);
+        } else {
+            self.finish(slot, prompts);
+            self.capacity_generation += 1;
+        }
     }
 }
 
