@@ -144,9 +144,7 @@ impl<M: LatencyModel> Scheduler<M> {
         prompts: &PromptBlocks,
     ) -> Option<Reservation> {
         match self {
-            Scheduler::Vllm(e) => {
-                e.reserve_prebuilt(req, uuid, input, max_output, prompts.of(req))
-            }
+            Scheduler::Vllm(e) => e.reserve_prebuilt(req, uuid, input, max_output, prompts.of(req)),
             Scheduler::Sglang(e) => e.reserve_destination(req, input, max_output, prompts),
         }
     }

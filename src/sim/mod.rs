@@ -260,6 +260,12 @@ pub fn simulate_bounded(
     Ok(Ok(sim.finish(wall_ms)))
 }
 
+/// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
+/// synthetic path (spec §3.1), the only one without prompt blocks.
+fn plans_outputs(w: &Workload) -> bool {
+    !w.block_ids.is_empty()
+}
+
 fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
     if args.num_gpu_blocks == 0 || args.num_gpu_blocks > u32::MAX as u64 / 2 {
         return Err(SimError(format!(
@@ -402,7 +408,9 @@ impl<'w> Sim<'w> {
             }
         }
         let destination_first = cfg.topology_is_disaggregated()
-            && workers.first().is_some_and(|w| w.ranks[0].destination_first());
+            && workers
+                .first()
+                .is_some_and(|w| w.ranks[0].destination_first());
         let n = w.requests.len();
         let mut start_order: Vec<u32> = (0..workers.len() as u32)
             .filter(|&i| workers[i as usize].role == Role::Decode)
@@ -713,8 +721,18 @@ impl<'w> Sim<'w> {
         // decode time (their tokens are hidden): the source KV is held until the last of them,
         // which is emitted one per pass while the worker is busy with other prefills. Observed in
         // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
+        // DynoSim sizes the prefill copy `min(osl, 1)` but its engines count the request's
+        // planned output tokens instead, which every workload but the simple synthetic path
+        // (spec §3.1) has: an SGLang prefill worker then decodes the whole (hidden) output, with
+        // decode timing, before the source is held; on the simple path it emits one token.
+        let output =
+            if worker.role == Role::Prefill && self.destination_first && !plans_outputs(self.w) {
+                r.output_length.min(1)
+            } else {
+                r.output_length
+            };
         let shared = self.prompts.of(req).len() as u32;
-        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length, shared);
+        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, output, shared);
         worker.stalled = false;
         let local = wi - pool.first_worker;
         match worker.role {
@@ -1137,9 +1155,13 @@ impl<'w> Sim<'w> {
             if engine.running_full() {
                 return;
             }
-            let Some(res) =
-                engine.reserve_prebuilt(req, r.uuid, r.input_length, r.output_length, &self.prompts)
-            else {
+            let Some(res) = engine.reserve_prebuilt(
+                req,
+                r.uuid,
+                r.input_length,
+                r.output_length,
+                &self.prompts,
+            ) else {
                 return;
             };
             self.workers[wi].pending_reservations.pop_front();
