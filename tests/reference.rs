@@ -369,6 +369,62 @@ fn sglang_configurations_match_the_reference() {
     reference_table_matches("sglang", 22);
 }
 
+/// Disaggregated SGLang where DynoSim 1.4.2 loops for ever (breadth §1.10, checked: killed after
+/// 30 s): the decode pool holds the prompt but not prompt + output. dynosim ends with the
+/// dead-end error naming the request and the decode worker's pool, exit code 1, no report. And a
+/// configuration where DynoSim spins on a decode worker whose only running sequence cannot get a
+/// page (it never reaches the next hand-off): dynosim lets the next hand-off in and finishes.
+#[test]
+fn disaggregated_sglang_never_hangs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report.json");
+    let bin = assert_cmd::cargo::cargo_bin("dynosim");
+    let engine = |role: &str, blocks: u32| {
+        format!(
+            r#"{{"engine_type":"sglang","worker_type":"{role}","sglang":{{"page_size":16}},"num_gpu_blocks":{blocks}}}"#
+        )
+    };
+    let output = std::process::Command::new(&bin)
+        .args(["run", "--input-tokens", "2000", "--output-tokens", "500"])
+        .args(["--request-count", "5", "--request-rate", "5"])
+        .args(["--num-prefill-workers", "1", "--num-decode-workers", "1"])
+        .args(["--prefill-engine-args", &engine("prefill", 1000)])
+        .args(["--decode-engine-args", &engine("decode", 150)])
+        .arg("--report-json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("needs 2512 tokens of KV"), "{err}");
+    assert!(err.contains("holds only 2400"), "{err}");
+    assert!(!out.exists());
+
+    let engine = |role: &str| {
+        format!(
+            r#"{{"engine_type":"sglang","worker_type":"{role}","sglang":{{"page_size":64}},"num_gpu_blocks":8192}}"#
+        )
+    };
+    let trace = root().join("tests/data/traces/conv400.jsonl");
+    let output = std::process::Command::new(&bin)
+        .arg("run")
+        .arg(&trace)
+        .args(["--num-prefill-workers", "1", "--num-decode-workers", "1"])
+        .args(["--prefill-engine-args", &engine("prefill")])
+        .args(["--decode-engine-args", &engine("decode")])
+        .arg("--report-json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = load(&out);
+    assert_eq!(report["completed_requests"].as_f64(), Some(400.0));
+}
+
 /// Where an SGLang worker's pool cannot hold a request's prompt and output, DynoSim 1.4.2 ends
 /// with a dead-end error or loops for ever (breadth §1.10): dynosim ends with an error naming the
 /// request and the pool size, exit code 1, and writes no report.
