@@ -29,7 +29,7 @@ const NEW_TOKEN_RATIO_DECAY_STEPS: f64 = 600.0;
 /// just before or after its decode worker's pass end), which long runs do meet.
 fn pass_time(t_ms: f64, ratio: f64) -> f64 {
     use std::time::Duration;
-    if !(t_ms > 0.0) {
+    if t_ms.is_nan() || t_ms <= 0.0 {
         return 0.0;
     }
     let mut d = Duration::from_secs_f64(t_ms / 1000.0);
@@ -82,6 +82,17 @@ struct Settings {
     total_kv_tokens: u64,
 }
 
+/// Hand-off bookkeeping (slots by request; boxed, as only disaggregated workers use it).
+#[derive(Debug, Default)]
+struct Handoffs {
+    /// Decode side: reserved, not yet activated destinations.
+    reserved: FxHashMap<u32, u32>,
+    /// Decode side: the head destination's last reservation attempt (request, generation).
+    last_attempt: Option<(u32, u64)>,
+    /// Prefill side: finished sequences whose KV is held for the transfer.
+    held: FxHashMap<u32, u32>,
+}
+
 /// One SGLang engine instance.
 #[derive(Debug)]
 pub struct SglangEngine<M: LatencyModel> {
@@ -102,12 +113,10 @@ pub struct SglangEngine<M: LatencyModel> {
     /// waiting to join the running batch, whether the simulator has destinations it could not
     /// reserve yet (they block fresh admissions), and the capacity generation that gates
     /// reservation retries. Prefill side: finished sequences whose KV is held for the transfer.
-    reserved: FxHashMap<u32, u32>,
+    handoffs: Box<Handoffs>,
     prebuilt: VecDeque<u32>,
     pending_destinations: bool,
     capacity_generation: u64,
-    last_attempt: Option<(u32, u64)>,
-    held: FxHashMap<u32, u32>,
     /// Scratch buffers reused across passes.
     evicted: Vec<PageKey>,
     can_run: Vec<u32>,
@@ -148,12 +157,10 @@ impl<M: LatencyModel> SglangEngine<M> {
             record_events: record_kv_events,
             page_refs: FxHashMap::default(),
             events: Vec::new(),
-            reserved: FxHashMap::default(),
+            handoffs: Box::default(),
             prebuilt: VecDeque::new(),
             pending_destinations: false,
             capacity_generation: 0,
-            last_attempt: None,
-            held: FxHashMap::default(),
             evicted: Vec::new(),
             can_run: Vec::new(),
             finished_slots: Vec::new(),
@@ -221,7 +228,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// head destination only after the pool's capacity changed (a completion, a retraction, a
     /// released source) since its last attempt.
     pub fn would_attempt(&self, req: u32) -> bool {
-        self.last_attempt != Some((req, self.capacity_generation))
+        self.handoffs.last_attempt != Some((req, self.capacity_generation))
     }
 
     /// Reserves KV for a hand-off's prompt (breadth §1.11, "destination first"): the prompt's
@@ -237,13 +244,13 @@ impl<M: LatencyModel> SglangEngine<M> {
         if !self.would_attempt(req) {
             return None;
         }
-        self.last_attempt = Some((req, self.capacity_generation));
+        self.handoffs.last_attempt = Some((req, self.capacity_generation));
         let slot = self.new_slot(req, input, max_output);
         let Some(prefix) = self.allocate(slot, input, prompts) else {
             self.free_reqs.push(slot);
             return None;
         };
-        self.reserved.insert(req, slot);
+        self.handoffs.reserved.insert(req, slot);
         Some(Reservation {
             seq: slot,
             missing_tokens: self.pages_of(input) * self.s.page - prefix,
@@ -254,7 +261,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// the sequence waits to join the running batch at the next pass.
     pub fn activate(&mut self, slot: u32, prompts: &PromptBlocks) {
         let req = self.reqs[slot as usize].req;
-        self.reserved.remove(&req);
+        self.handoffs.reserved.remove(&req);
         let before = self.cache.available_pages();
         self.cache_materialized(slot, prompts);
         if self.cache.available_pages() > before {
@@ -266,7 +273,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// Prefill side: frees the KV a finished sequence held for its transfer (its complete
     /// pages stay in the radix cache).
     pub fn release_held(&mut self, req: u32, prompts: &PromptBlocks) {
-        if let Some(slot) = self.held.remove(&req) {
+        if let Some(slot) = self.handoffs.held.remove(&req) {
             self.finish(slot, prompts);
             self.capacity_generation += 1;
         }
@@ -827,7 +834,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         out.finished.push(req);
         if self.args.worker_type == WorkerType::Prefill {
             // A prefill worker holds the finished sequence's KV until the transfer is done.
-            self.held.insert(req, slot);
+            self.handoffs.held.insert(req, slot);
         } else {
             self.finish(slot, prompts);
             self.capacity_generation += 1;
