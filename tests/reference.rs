@@ -188,7 +188,8 @@ fn reference_table_matches(table: &str, min_cases: usize) {
 
 /// Further configurations: other worker counts, engine args (preemption, DP ranks, max_model_len,
 /// chunked prefill off, speed-ups), Poisson arrivals, SLA goodput, eviction, non-dividing block
-/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin, multi-turn
+/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin (also on the
+/// simple synthetic path, where the prefill copy emits a single token), multi-turn
 /// sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
 #[test]
 fn further_configurations_match_the_reference() {

@@ -717,20 +717,18 @@ impl<'w> Sim<'w> {
         let rank = decision.target as u32 % pool.dp;
         let worker = &mut self.workers[wi as usize];
         self.target_of[req as usize] = decision.target as u32;
-        // DynoSim 1.4.2's prefill workers run the request to its full output length with zero
-        // decode time (their tokens are hidden): the source KV is held until the last of them,
-        // which is emitted one per pass while the worker is busy with other prefills. Observed in
-        // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
-        // DynoSim sizes the prefill copy `min(osl, 1)` but its engines count the request's
-        // planned output tokens instead, which every workload but the simple synthetic path
-        // (spec §3.1) has: an SGLang prefill worker then decodes the whole (hidden) output, with
-        // decode timing, before the source is held; on the simple path it emits one token.
-        let output =
-            if worker.role == Role::Prefill && self.destination_first && !plans_outputs(self.w) {
-                r.output_length.min(1)
-            } else {
-                r.output_length
-            };
+        // DynoSim 1.4.2 sizes the prefill copy `min(osl, 1)`, but its engines count the
+        // request's planned output tokens instead, which every workload but the simple synthetic
+        // path (spec §3.1) has. So a prefill worker runs the request to its full output length
+        // (hidden tokens; vLLM with zero decode time, one per pass while the worker is busy with
+        // other prefills; SGLang with its decode timing) and holds the source KV until the last;
+        // on the simple path it emits one token. Observed in the reference's per-request records
+        // (source_held_ms) and reports.
+        let output = if worker.role == Role::Prefill && !plans_outputs(self.w) {
+            r.output_length.min(1)
+        } else {
+            r.output_length
+        };
         let shared = self.prompts.of(req).len() as u32;
         worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, output, shared);
         worker.stalled = false;
