@@ -172,110 +172,110 @@ pub struct RunArgs {
     )]
     pub router_mode: RouterModeArg,
 
-    // ---- AIConfigurator (accepted, refused by validation) ----
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    // ---- AIConfigurator prefill-load estimator of the KV router ----
+    /// AIConfigurator backend (vllm, sglang, trtllm).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_backend: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// GPU system of the perf data (e.g. h200_sxm).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_system: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Backend version of the perf data (e.g. 0.19.0).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_backend_version: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Tensor-parallel size (default 1).
     #[arg(
         long,
         value_name = "N",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_tp_size: Option<i64>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Model name (e.g. Qwen/Qwen3-8B) or folder.
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_model_path: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// MoE tensor-parallel size.
     #[arg(
         long,
         value_name = "N",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_tp_size: Option<i64>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// MoE expert-parallel size.
     #[arg(
         long,
         value_name = "N",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_ep_size: Option<i64>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Attention data-parallel size.
     #[arg(
         long,
         value_name = "N",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_attention_dp_size: Option<i64>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// GEMM quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_gemm_dtype: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// MoE quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_moe_dtype: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Attention quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_fmha_dtype: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// KV-cache quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_kv_cache_dtype: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// Communication quant mode (auto = model default).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_comm_dtype: Option<String>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// MTP draft tokens, 1..=5: checked, then no effect (as in DynoSim 1.4.2).
     #[arg(
         long,
         value_name = "N",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_nextn: Option<i64>,
-    /// AIConfigurator prefill-load estimator (refused by dynosim).
+    /// MTP acceptance rates, checked with --aic-nextn, then no effect (as in DynoSim 1.4.2).
     #[arg(
         long,
         value_name = "S",
-        help_heading = "AIConfigurator (not supported)"
+        help_heading = "KV router's AIC prefill-load estimator"
     )]
     pub aic_nextn_accept_rates: Option<String>,
 

@@ -6,6 +6,7 @@
 //! file behind. Every message names the flag(s) involved.
 
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
+use crate::config::aic::{router_aic_engine, RouterAicValues};
 use crate::config::engine_args::parse_engine_args_str;
 use crate::config::limits::{
     check_memory, check_workload_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -13,8 +14,8 @@ use crate::config::limits::{
 };
 use crate::config::router_config::parse_router_config_str;
 use crate::config::{
-    EngineArgs, EngineType, LoadSpec, RouterConfig, RouterMode, SimConfig, Sla, Topology,
-    WorkerType,
+    EngineArgs, EngineType, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla,
+    Topology, WorkerType,
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
@@ -180,11 +181,7 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         "--decode-engine-args",
         &mut timing,
     )?;
-    let aic = timing.aic_engines().stats();
-    if aic.loaded > 0 {
-        eprintln!("{}", aic.summary());
-    }
-    let router = match &args.router_config {
+    let mut router = match &args.router_config {
         Some(json) => parse_router_config_str(json, "--router-config")?,
         None => RouterConfig::default(),
     };
@@ -192,6 +189,12 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         RouterModeArg::RoundRobin => RouterMode::RoundRobin,
         RouterModeArg::KvRouter => RouterMode::KvRouter,
     };
+    // Rule 8: the KV router's AIC prefill-load estimator.
+    attach_router_aic(args, router_mode, &mut router, &mut timing)?;
+    let aic = timing.aic_engines().stats();
+    if aic.loaded > 0 {
+        eprintln!("{}", aic.summary());
+    }
 
     // Rules 9, 10, 12: aggregated or disaggregated topology.
     let topology = build_topology(args, extra, prefill, decode, router_mode)?;
@@ -296,35 +299,6 @@ fn refuse_unsupported_flags(args: &RunArgs) -> Result<(), InputError> {
             "--benchmark-granularity is not supported by dynosim (it only configures the planner)",
         ));
     }
-    let aic_flags = [
-        ("--aic-backend", args.aic_backend.is_some()),
-        ("--aic-system", args.aic_system.is_some()),
-        ("--aic-backend-version", args.aic_backend_version.is_some()),
-        ("--aic-tp-size", args.aic_tp_size.is_some()),
-        ("--aic-model-path", args.aic_model_path.is_some()),
-        ("--aic-moe-tp-size", args.aic_moe_tp_size.is_some()),
-        ("--aic-moe-ep-size", args.aic_moe_ep_size.is_some()),
-        (
-            "--aic-attention-dp-size",
-            args.aic_attention_dp_size.is_some(),
-        ),
-        ("--aic-gemm-dtype", args.aic_gemm_dtype.is_some()),
-        ("--aic-moe-dtype", args.aic_moe_dtype.is_some()),
-        ("--aic-fmha-dtype", args.aic_fmha_dtype.is_some()),
-        ("--aic-kv-cache-dtype", args.aic_kv_cache_dtype.is_some()),
-        ("--aic-comm-dtype", args.aic_comm_dtype.is_some()),
-        ("--aic-nextn", args.aic_nextn.is_some()),
-        (
-            "--aic-nextn-accept-rates",
-            args.aic_nextn_accept_rates.is_some(),
-        ),
-    ];
-    if let Some((flag, _)) = aic_flags.iter().find(|(_, set)| *set) {
-        return Err(err(format!(
-            "{flag} is not supported by dynosim (the AIConfigurator prefill-load estimator is \
-             not implemented)"
-        )));
-    }
     if args.router_policy_config.is_some() {
         return Err(err(
             "--router-policy-config (or DYN_ROUTER_POLICY_CONFIG) is not supported by dynosim \
@@ -349,6 +323,63 @@ fn refuse_unsupported_flags(args: &RunArgs) -> Result<(), InputError> {
         ));
     }
     Ok(())
+}
+
+/// The KV router's AIC prefill-load estimator (spec §1.2 rule 8): the `--aic-*` flags checked
+/// with DynoSim's rules, paired with `--router-mode kv_router` and `router_prefill_load_model:
+/// "aic"` (each requires the other; under round robin an "aic" load model alone is ignored, as
+/// by DynoSim), and the engine loaded through `timing` (shared with AIC timing of the same
+/// engine).
+fn attach_router_aic(
+    args: &RunArgs,
+    router_mode: RouterMode,
+    router: &mut RouterConfig,
+    timing: &mut TimingLoader,
+) -> Result<(), InputError> {
+    let values = RouterAicValues {
+        backend: args.aic_backend.clone(),
+        system: args.aic_system.clone(),
+        backend_version: args.aic_backend_version.clone(),
+        model_path: args.aic_model_path.clone(),
+        tp_size: args.aic_tp_size,
+        moe_tp_size: args.aic_moe_tp_size,
+        moe_ep_size: args.aic_moe_ep_size,
+        attention_dp_size: args.aic_attention_dp_size,
+        dtypes: [
+            args.aic_gemm_dtype.clone(),
+            args.aic_moe_dtype.clone(),
+            args.aic_fmha_dtype.clone(),
+            args.aic_kv_cache_dtype.clone(),
+            args.aic_comm_dtype.clone(),
+        ],
+        nextn: args.aic_nextn,
+        nextn_accept_rates: args.aic_nextn_accept_rates.clone(),
+    };
+    let engine = router_aic_engine(&values, |k| format!("--{}", k.replace('_', "-")))?;
+    match (engine, router_mode, router.router_prefill_load_model) {
+        (Some(_), RouterMode::RoundRobin, _) => Err(err(
+            "the --aic-* flags configure the KV router's AIC prefill-load estimator and require \
+             --router-mode kv_router",
+        )),
+        (Some(_), RouterMode::KvRouter, PrefillLoadModel::None) => Err(err(
+            "the --aic-* flags configure the KV router's AIC prefill-load estimator and require \
+             --router-config with \"router_prefill_load_model\": \"aic\"",
+        )),
+        (None, RouterMode::KvRouter, PrefillLoadModel::Aic) => Err(err(
+            "--router-config: \"router_prefill_load_model\": \"aic\" requires the \
+             AIConfigurator flags of its estimator: --aic-backend, --aic-system, \
+             --aic-model-path and --aic-backend-version",
+        )),
+        (Some(id), RouterMode::KvRouter, PrefillLoadModel::Aic) => {
+            router.prefill_load_estimator = Some(crate::aic::build_prefill_load_estimator(
+                timing,
+                &id,
+                "--aic-* flags",
+            )?);
+            Ok(())
+        }
+        (None, _, _) => Ok(()),
+    }
 }
 
 /// What each trace format cannot be combined with, refused with DynoSim's reasons.
@@ -1039,6 +1070,18 @@ mod tests {
     }
 
     #[test]
+    fn an_aic_load_model_under_round_robin_is_ignored_like_dynosim() {
+        let p = ok("t.jsonl --router-config {\"router_prefill_load_model\":\"aic\"}");
+        assert_eq!(
+            p.sim.router.router_prefill_load_model,
+            PrefillLoadModel::Aic
+        );
+        assert!(p.sim.router.prefill_load_estimator.is_none());
+        // `auto` dtypes set nothing, so they need no other flag.
+        ok("t.jsonl --aic-gemm-dtype auto");
+    }
+
+    #[test]
     fn kv_router_needs_more_than_one_target() {
         let m = bad("t.jsonl --router-mode kv_router");
         assert!(
@@ -1064,9 +1107,14 @@ mod tests {
         ("t --trace-format applied_compute_agentic --replay-concurrency 2 --trace-num-prefix-groups -1", &["--trace-num-prefix-groups"]),
         ("t --planner-config p.yaml", &["--planner-config is not supported by dynosim"]),
         ("t --benchmark-granularity 8", &["--benchmark-granularity is not supported"]),
-        ("t --aic-backend vllm", &["--aic-backend is not supported by dynosim"]),
-        ("t --aic-tp-size 2", &["--aic-tp-size is not supported"]),
-        ("t --aic-nextn-accept-rates 0.5", &["--aic-nextn-accept-rates is not supported"]),
+        // Rule 8 (details are unit-tested in config::aic).
+        ("t --aic-backend vllm", &["requires --aic-system, --aic-model-path"]),
+        ("t --aic-tp-size 2", &["requires --aic-backend, --aic-system, --aic-model-path"]),
+        ("t --aic-backend vllm --aic-system h200_sxm --aic-model-path Q --aic-backend-version 1", &["require --router-mode kv_router"]),
+        ("t --num-workers 2 --router-mode kv_router --aic-backend vllm --aic-system h200_sxm --aic-model-path Q --aic-backend-version 1", &["require --router-config with \"router_prefill_load_model\": \"aic\""]),
+        ("t --num-workers 2 --router-mode kv_router --router-config {\"router_prefill_load_model\":\"aic\"}", &["--router-config", "requires the AIConfigurator flags", "--aic-backend-version"]),
+        ("t --aic-backend vllm --aic-system h200_sxm --aic-model-path Q --aic-nextn 6", &["--aic-nextn must be 1..=5"]),
+        ("t --router-config {\"router_prefill_load_model\":\"aic\",\"router_track_prefill_tokens\":false}", &["requires router_track_prefill_tokens"]),
         ("t --router-policy-config p.yaml", &["--router-policy-config", "not supported"]),
         ("t --model-name m", &["--model-name is not supported by dynosim"]),
         ("t --replay-mode online", &["dynosim simulates offline only"]),
@@ -1089,7 +1137,6 @@ mod tests {
         ("t --extra-engine-args {\"num_gpu_block\":5}", &["did you mean \"num_gpu_blocks\""]),
         ("t --extra-engine-args {\"engine_type\":\"tgi\"}", &["engine_type", "one of \"vllm\""]),
         ("t --router-config {\"x\":1}", &["--router-config: unknown key \"x\""]),
-        ("t --router-config {\"router_prefill_load_model\":\"aic\"}", &["not supported by dynosim yet"]),
         // Rule 9.
         ("t --extra-engine-args {} --prefill-engine-args {}", &["cannot be combined"]),
         ("t --prefill-engine-args {\"worker_type\":\"prefill\"}", &["must be provided together"]),

@@ -116,6 +116,29 @@ fn workload_selection_rules() {
     }
 }
 
+/// DynoSim's rule 8: the KV router's AIC estimator flags go together, and with the KV router's
+/// "aic" load model.
+#[test]
+fn router_aic_flags_follow_dynosims_rules() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "T --aic-backend vllm --aic-system h200_sxm",
+            &["requires --aic-model-path"],
+        ),
+        (
+            "T --aic-kv-cache-dtype fp8",
+            &["requires --aic-backend, --aic-system, --aic-model-path"],
+        ),
+        (
+            "T --num-workers 2 --router-mode kv_router --router-config {\"router_prefill_load_model\":\"aic\"}",
+            &["router_prefill_load_model", "--aic-backend-version"],
+        ),
+    ];
+    for (line, words) in cases {
+        assert_rejected(line, words);
+    }
+}
+
 #[test]
 fn unsupported_features_are_refused() {
     let cases: &[(&str, &[&str])] = &[
@@ -126,14 +149,6 @@ fn unsupported_features_are_refused() {
         (
             "T --benchmark-granularity 4",
             &["--benchmark-granularity", "not supported"],
-        ),
-        (
-            "T --aic-backend vllm --aic-system h200_sxm",
-            &["--aic-backend", "not supported"],
-        ),
-        (
-            "T --aic-kv-cache-dtype fp8",
-            &["--aic-kv-cache-dtype", "not supported"],
         ),
         (
             "T --router-policy-config policy.yaml",
@@ -155,10 +170,6 @@ fn unsupported_features_are_refused() {
         (
             "T --extra-engine-args {\"aic_backend\":\"vllm\",\"aic_model_path\":\"m\",\"aic_backend_version\":\"1\",\"aic_nextn\":1}",
             &["aic_nextn", "not supported"],
-        ),
-        (
-            "T --router-config {\"router_prefill_load_model\":\"aic\"}",
-            &["router_prefill_load_model", "not supported"],
         ),
         (
             "T --router-config {\"router_policy_config\":\"p.yaml\"}",

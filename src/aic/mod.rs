@@ -463,14 +463,43 @@ pub fn build_timing(
         .aic_engines()
         .get(&args.engine, args.kv_estimate.as_ref())
         .map_err(with_origin)?;
+    let timing = aic_timing(loader, engine)?;
+    Ok((timing, blocks))
+}
+
+/// The AIC timing model of a loaded engine, one per engine id in `loader` (so AIC timing and the
+/// KV router's load estimator of the same engine share its memo).
+fn aic_timing(
+    loader: &mut crate::engine::timing::TimingLoader,
+    engine: Arc<LoadedEngine>,
+) -> Result<crate::engine::timing::Timing, InputError> {
     let key = format!(
         "aic\n{}",
-        serde_json::to_string(&args.engine).expect("an engine id serialises")
+        serde_json::to_string(&engine.id).expect("an engine id serialises")
     );
-    let timing = loader.get_or_build(key, || {
+    loader.get_or_build(key, || {
         Ok(crate::engine::timing::Timing::aic(Arc::new(
             crate::engine::timing::AicLatency::new(engine),
         )))
-    })?;
-    Ok((timing, blocks))
+    })
+}
+
+/// The KV router's AIC prefill-load estimator for `id` (`router_prefill_load_model: "aic"`),
+/// built through `loader`: the engine is compiled and loaded once, and shared with AIC timing of
+/// the same engine. `origin` prefixes errors.
+pub fn build_prefill_load_estimator(
+    loader: &mut crate::engine::timing::TimingLoader,
+    id: &AicEngineId,
+    origin: &str,
+) -> Result<crate::router::prefill_load::PrefillLoadEstimator, InputError> {
+    let with_origin = |e: InputError| InputError::new(format!("{origin}: {}", e.0));
+    let (engine, _) = loader.aic_engines().get(id, None).map_err(with_origin)?;
+    let timing = aic_timing(loader, engine)?;
+    let latency = timing
+        .aic_latency()
+        .expect("an AIC engine's timing is AIC timing")
+        .clone();
+    Ok(crate::router::prefill_load::PrefillLoadEstimator::new(
+        latency,
+    ))
 }

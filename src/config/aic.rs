@@ -187,6 +187,232 @@ pub(crate) fn parse_aic_args(
     }))
 }
 
+/// The KV router's AIC prefill-load estimator as the user gave it: the `--aic-*` flags of
+/// `dynosim run` (DynoSim's), or a sweep's `router.aic_*` keys. Keys are the flag names with
+/// `_` (`aic_backend`, …).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RouterAicValues {
+    pub backend: Option<String>,
+    pub system: Option<String>,
+    pub backend_version: Option<String>,
+    pub model_path: Option<String>,
+    pub tp_size: Option<i64>,
+    pub moe_tp_size: Option<i64>,
+    pub moe_ep_size: Option<i64>,
+    pub attention_dp_size: Option<i64>,
+    /// gemm, moe, fmha, kv_cache, comm.
+    pub dtypes: [Option<String>; 5],
+    pub nextn: Option<i64>,
+    pub nextn_accept_rates: Option<String>,
+}
+
+/// The keys of [`RouterAicValues`], as in a sweep's `router` object.
+pub const ROUTER_AIC_KEYS: &[&str] = &[
+    "aic_backend",
+    "aic_system",
+    "aic_backend_version",
+    "aic_model_path",
+    "aic_tp_size",
+    "aic_moe_tp_size",
+    "aic_moe_ep_size",
+    "aic_attention_dp_size",
+    "aic_gemm_dtype",
+    "aic_moe_dtype",
+    "aic_fmha_dtype",
+    "aic_kv_cache_dtype",
+    "aic_comm_dtype",
+    "aic_nextn",
+    "aic_nextn_accept_rates",
+];
+
+impl RouterAicValues {
+    /// The `aic_*` keys of a JSON object (a sweep's `router`, named `origin` in messages),
+    /// type-checked; other keys are not looked at.
+    pub fn from_json(v: &serde_json::Value, origin: &str) -> Result<Self, InputError> {
+        let o = JsonObject::new(v, origin, "router config")?;
+        let o = &o;
+        let s = |key: &str| -> Result<Option<String>, InputError> {
+            Ok(o.string(key)?.value().map(str::to_string))
+        };
+        let n = |key: &str| -> Result<Option<i64>, InputError> {
+            Ok(o.int(key, 0, 4096)?.value().map(|x| x as i64))
+        };
+        Ok(RouterAicValues {
+            backend: s("aic_backend")?,
+            system: s("aic_system")?,
+            backend_version: s("aic_backend_version")?,
+            model_path: s("aic_model_path")?,
+            tp_size: n("aic_tp_size")?,
+            moe_tp_size: n("aic_moe_tp_size")?,
+            moe_ep_size: n("aic_moe_ep_size")?,
+            attention_dp_size: n("aic_attention_dp_size")?,
+            dtypes: [
+                s("aic_gemm_dtype")?,
+                s("aic_moe_dtype")?,
+                s("aic_fmha_dtype")?,
+                s("aic_kv_cache_dtype")?,
+                s("aic_comm_dtype")?,
+            ],
+            nextn: n("aic_nextn")?,
+            nextn_accept_rates: s("aic_nextn_accept_rates")?,
+        })
+    }
+}
+
+/// Validates the router's AIC settings with DynoSim 1.4.2's rules and returns the engine they
+/// name, or `None` when none is set (an `auto` dtype alone sets nothing). `name` turns a key
+/// (`aic_backend`) into what the user wrote (`--aic-backend`, `router.aic_backend`).
+///
+/// As DynoSim: `--aic-backend`, `--aic-system` and `--aic-model-path` are required together;
+/// an `--aic-tp-size` of 0 means 1; `--aic-nextn` (1..=5) and its acceptance rates are checked
+/// and then have no effect (the router predicts prefill only, which MTP does not change, and
+/// DynoSim 1.4.2 does not pass them on to engine timing either). Unlike DynoSim, which fails
+/// while building the engine, a missing `--aic-backend-version` is refused here.
+pub fn router_aic_engine(
+    v: &RouterAicValues,
+    name: impl Fn(&str) -> String,
+) -> Result<Option<AicEngineId>, InputError> {
+    let dtypes: Vec<Option<String>> = v
+        .dtypes
+        .iter()
+        .map(|d| d.as_deref().and_then(normalize_dtype))
+        .collect();
+    let any = v.backend.is_some()
+        || v.system.is_some()
+        || v.backend_version.is_some()
+        || v.model_path.is_some()
+        || v.tp_size.is_some()
+        || v.moe_tp_size.is_some()
+        || v.moe_ep_size.is_some()
+        || v.attention_dp_size.is_some()
+        || dtypes.iter().any(Option::is_some)
+        || v.nextn.is_some()
+        || v.nextn_accept_rates.is_some();
+    if !any {
+        return Ok(None);
+    }
+    let err = |key: &str, what: String| InputError::new(format!("{} {what}", name(key)));
+    let size = |key: &str, x: Option<i64>| -> Result<Option<u32>, InputError> {
+        match x {
+            None => Ok(None),
+            Some(n) if (1..=4096).contains(&n) => Ok(Some(n as u32)),
+            Some(n) => Err(err(
+                key,
+                format!("must be an integer from 1 to 4096, got {n}"),
+            )),
+        }
+    };
+    let missing: Vec<String> = [
+        ("aic_backend", &v.backend),
+        ("aic_system", &v.system),
+        ("aic_model_path", &v.model_path),
+    ]
+    .iter()
+    .filter(|(_, x)| x.is_none())
+    .map(|(k, _)| name(k))
+    .collect();
+    if !missing.is_empty() {
+        return Err(InputError::new(format!(
+            "the KV router's AIC prefill-load estimator (any {} setting) requires {}",
+            name("aic_*"),
+            missing.join(", ")
+        )));
+    }
+    if let Some(n) = v.nextn {
+        if !(1..=5).contains(&n) {
+            return Err(err(
+                "aic_nextn",
+                format!(
+                    "must be 1..=5 when set (omit it to disable speculative decoding), got {n}"
+                ),
+            ));
+        }
+        if let Some(rates) = &v.nextn_accept_rates {
+            let parsed: Result<Vec<f64>, _> = rates
+                .split(',')
+                .filter(|x| !x.trim().is_empty())
+                .map(|x| x.trim().parse::<f64>())
+                .collect();
+            match parsed {
+                Err(_) => {
+                    return Err(err(
+                        "aic_nextn_accept_rates",
+                        format!("must be comma-separated floats, got {rates:?}"),
+                    ))
+                }
+                Ok(r) if r.iter().any(|x| !x.is_finite() || !(0.0..=1.0).contains(x)) => {
+                    return Err(err(
+                        "aic_nextn_accept_rates",
+                        format!("must be finite floats in [0, 1], got {rates:?}"),
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    let text = |key: &str, x: &Option<String>| -> Result<String, InputError> {
+        match x.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() => Ok(t.to_string()),
+            _ => Err(err(key, "must be non-empty".into())),
+        }
+    };
+    let backend = text("aic_backend", &v.backend)?;
+    if !["vllm", "sglang", "trtllm"].contains(&backend.as_str()) {
+        return Err(err(
+            "aic_backend",
+            format!("{backend:?} is not an AIC backend; expected trtllm, sglang, or vllm"),
+        ));
+    }
+    let system = text("aic_system", &v.system)?;
+    let model_path = text("aic_model_path", &v.model_path)?;
+    let Some(backend_version) = v
+        .backend_version
+        .as_deref()
+        .filter(|x| !x.trim().is_empty())
+    else {
+        return Err(err(
+            "aic_backend_version",
+            "is required: DynoSim 1.4.2 cannot build the router's AIC engine without it              (`dynosim aic list` prints the versions of the installed perf data)"
+                .into(),
+        ));
+    };
+    // DynoSim passes `aic_tp_size or 1`.
+    let tp_size = match v.tp_size {
+        Some(0) | None => 1,
+        x => size("aic_tp_size", x)?.unwrap_or(1),
+    };
+    let moe_tp = size("aic_moe_tp_size", v.moe_tp_size)?;
+    let moe_ep = size("aic_moe_ep_size", v.moe_ep_size)?;
+    let dp = size("aic_attention_dp_size", v.attention_dp_size)?.unwrap_or(1);
+    if let (Some(mtp), Some(mep)) = (moe_tp, moe_ep) {
+        if mtp * mep != tp_size * dp {
+            return Err(InputError::new(format!(
+                "{} × {} must equal {} × {} ({mtp} × {mep} ≠ {tp_size} × {dp})",
+                name("aic_moe_tp_size"),
+                name("aic_moe_ep_size"),
+                name("aic_tp_size"),
+                name("aic_attention_dp_size"),
+            )));
+        }
+    }
+    let mut d = dtypes.into_iter();
+    Ok(Some(AicEngineId {
+        model_path,
+        system,
+        backend,
+        backend_version: backend_version.trim().to_string(),
+        tp_size,
+        attention_dp_size: dp,
+        moe_tp_size: moe_tp,
+        moe_ep_size: moe_ep,
+        gemm_dtype: d.next().flatten(),
+        moe_dtype: d.next().flatten(),
+        fmha_dtype: d.next().flatten(),
+        kv_cache_dtype: d.next().flatten(),
+        comm_dtype: d.next().flatten(),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +457,109 @@ mod tests {
         assert_eq!(a.engine.gemm_dtype, None);
         assert_eq!(a.engine.kv_cache_dtype.as_deref(), Some("fp8"));
         assert_eq!(a.engine.moe_dtype.as_deref(), Some("int4_wo"));
+    }
+
+    fn flag(k: &str) -> String {
+        format!("--{}", k.replace('_', "-"))
+    }
+
+    fn router_qwen() -> RouterAicValues {
+        RouterAicValues {
+            backend: Some("vllm".into()),
+            system: Some("h200_sxm".into()),
+            backend_version: Some("0.19.0".into()),
+            model_path: Some("Qwen/Qwen3-8B".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn router_flags_name_the_same_engine_as_engine_args() {
+        let a = parse(qwen(), true).unwrap().unwrap();
+        let r = router_aic_engine(&router_qwen(), flag).unwrap().unwrap();
+        assert_eq!(r, a.engine);
+        // tp 0 is DynoSim's `or 1`; `auto` dtypes alone set nothing.
+        let mut v = router_qwen();
+        v.tp_size = Some(0);
+        assert_eq!(router_aic_engine(&v, flag).unwrap().unwrap().tp_size, 1);
+        let auto = RouterAicValues {
+            dtypes: [Some("auto".into()), None, None, None, None],
+            ..Default::default()
+        };
+        assert_eq!(router_aic_engine(&auto, flag).unwrap(), None);
+        // MTP settings are checked, then have no effect on the engine.
+        let mut v = router_qwen();
+        v.nextn = Some(2);
+        v.nextn_accept_rates = Some("0.8,0.4".into());
+        assert_eq!(router_aic_engine(&v, flag).unwrap().unwrap(), a.engine);
+    }
+
+    #[test]
+    fn router_flag_refusals_follow_dynosim() {
+        let only_backend = RouterAicValues {
+            backend: Some("vllm".into()),
+            ..Default::default()
+        };
+        let e = router_aic_engine(&only_backend, flag).unwrap_err().0;
+        assert!(
+            e.ends_with("requires --aic-system, --aic-model-path"),
+            "{e}"
+        );
+        for (patch, needle) in [
+            (
+                RouterAicValues {
+                    backend: Some("foo".into()),
+                    ..router_qwen()
+                },
+                "--aic-backend \"foo\" is not an AIC backend",
+            ),
+            (
+                RouterAicValues {
+                    backend_version: None,
+                    ..router_qwen()
+                },
+                "--aic-backend-version is required",
+            ),
+            (
+                RouterAicValues {
+                    nextn: Some(6),
+                    ..router_qwen()
+                },
+                "--aic-nextn must be 1..=5",
+            ),
+            (
+                RouterAicValues {
+                    nextn: Some(1),
+                    nextn_accept_rates: Some("garbage".into()),
+                    ..router_qwen()
+                },
+                "--aic-nextn-accept-rates must be comma-separated floats",
+            ),
+            (
+                RouterAicValues {
+                    moe_tp_size: Some(0),
+                    ..router_qwen()
+                },
+                "--aic-moe-tp-size must be an integer from 1",
+            ),
+            (
+                RouterAicValues {
+                    tp_size: Some(-1),
+                    ..router_qwen()
+                },
+                "--aic-tp-size must be an integer from 1",
+            ),
+            (
+                RouterAicValues {
+                    system: Some(" ".into()),
+                    ..router_qwen()
+                },
+                "--aic-system must be non-empty",
+            ),
+        ] {
+            let e = router_aic_engine(&patch, flag).unwrap_err().0;
+            assert!(e.contains(needle), "{e} lacks {needle}");
+        }
     }
 
     #[test]

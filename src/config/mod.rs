@@ -237,6 +237,30 @@ pub struct RouterConfig {
     /// `None` disables router queueing.
     pub router_queue_threshold: Option<f64>,
     pub router_queue_policy: QueuePolicy,
+    /// `router_prefill_load_model` (left out of the serialised configuration when "none").
+    #[serde(default, skip_serializing_if = "PrefillLoadModel::is_none")]
+    pub router_prefill_load_model: PrefillLoadModel,
+    /// The AIC estimator of the "aic" load model, loaded from the `--aic-*` flags (`run`) or
+    /// the `router.aic_*` keys (sweeps); serialised as its engine.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub prefill_load_estimator: Option<crate::router::prefill_load::PrefillLoadEstimator>,
+}
+
+/// How the KV router models a target's active prefill load over time (spec §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillLoadModel {
+    /// The load is the sum of the routed, unfinished prefills' tokens.
+    #[default]
+    None,
+    /// Each prefill's tokens decay linearly over its AIC-predicted duration.
+    Aic,
+}
+
+impl PrefillLoadModel {
+    pub fn is_none(&self) -> bool {
+        *self == PrefillLoadModel::None
+    }
 }
 
 impl Default for RouterConfig {
@@ -253,6 +277,8 @@ impl Default for RouterConfig {
             router_track_prefill_tokens: true,
             router_queue_threshold: None,
             router_queue_policy: QueuePolicy::Fcfs,
+            router_prefill_load_model: PrefillLoadModel::None,
+            prefill_load_estimator: None,
         }
     }
 }

@@ -3,13 +3,14 @@
 //!
 //! All upstream keys are known. The cost-model and queueing keys are validated and kept; keys that
 //! only matter to a live router (event transport, TTLs, indexer deployment, tier credits without
-//! KVBM) are type-checked and dropped; the AIC prefill-load model, policy-class YAML and
-//! conditional disaggregation would change results and are refused. The deprecated
+//! KVBM) are type-checked and dropped; policy-class YAML and conditional disaggregation would
+//! change results and are refused. `router_prefill_load_model: "aic"` is kept; its estimator comes
+//! from the `--aic-*` flags (or a sweep's `router.aic_*` keys) and is attached by the caller. The deprecated
 //! `overlap_score_weight = x` is applied last, as upstream does: `prefill_load_scale = x` and, when
 //! `x == 0`, `overlap_score_credit = 0`.
 
 use super::json_fields::{parse_json_text, JsonObject};
-use super::{QueuePolicy, RouterConfig};
+use super::{PrefillLoadModel, QueuePolicy, RouterConfig};
 use crate::error::InputError;
 use serde_json::Value;
 
@@ -111,10 +112,13 @@ pub fn parse_router_config(value: &Value, origin: &str) -> Result<RouterConfig, 
         o.choice("router_prefill_load_model", &["none", "aic"], false)?,
     )? {
         if m == "aic" {
-            return Err(o.unsupported(
-                "router_prefill_load_model",
-                "the AIC prefill-load estimator is not implemented; use \"none\"",
-            ));
+            if !c.router_track_prefill_tokens {
+                return Err(o.error(
+                    "router_prefill_load_model",
+                    "= \"aic\" requires router_track_prefill_tokens = true",
+                ));
+            }
+            c.router_prefill_load_model = PrefillLoadModel::Aic;
         }
     }
     c.router_queue_threshold = o.float("router_queue_threshold", 0.0, INF)?.value();
@@ -377,9 +381,21 @@ mod tests {
     }
 
     #[test]
+    fn the_aic_load_model_needs_prefill_tracking() {
+        assert_eq!(
+            ok(json!({"router_prefill_load_model": "aic"})).router_prefill_load_model,
+            PrefillLoadModel::Aic
+        );
+        let m = err(json!({
+            "router_prefill_load_model": "aic",
+            "router_track_prefill_tokens": false
+        }));
+        assert!(m.contains("requires router_track_prefill_tokens"), "{m}");
+    }
+
+    #[test]
     fn unmodelled_features_are_refused() {
         for v in [
-            json!({"router_prefill_load_model": "aic"}),
             json!({"router_policy_config": "/etc/policy.yaml"}),
             json!({"conditional_disagg_enabled": true}),
         ] {

@@ -1,9 +1,15 @@
 //! Request routing (spec §6): round robin and the KV-aware router with its cost function,
 //! active-load tracking, seeded tie-breaking and optional queueing. Routers see workers only as
 //! targets `0..n` (worker-major, then DP rank) and learn about KV contents through events.
+//!
+//! Time matters only to DynoSim's AIC prefill-load model (`prefill_load`): every call that
+//! changes or reads the load takes the simulated time in ms.
 
-use crate::config::{QueuePolicy, RouterConfig};
+pub mod prefill_load;
+
+use crate::config::{PrefillLoadModel, QueuePolicy, RouterConfig};
 use crate::engine::kv::{IdMap, KvEvent};
+use prefill_load::{sim_time_ns, PrefillLoad, PrefillLoadEstimator};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
@@ -43,7 +49,7 @@ pub struct Decision {
 
 #[derive(Debug, Clone, Default)]
 struct TargetLoad {
-    prefill_tokens: u64,
+    prefill: PrefillLoad,
     /// Prompt-block content id -> number of active requests holding it (absent: none).
     blocks: IdMap,
     /// Content ids in `blocks`.
@@ -78,8 +84,11 @@ pub struct KvRouter {
     free_masks: Vec<u32>,
     loads: Vec<TargetLoad>,
     routed: FxHashMap<u32, Routed>,
+    /// DynoSim's AIC prefill-load model, when configured (`router_prefill_load_model: "aic"`).
+    estimator: Option<PrefillLoadEstimator>,
     rng: StdRng,
     scratch_overlap: Vec<u32>,
+    scratch_prefill: Vec<u64>,
     scratch_alive: Vec<u64>,
     scratch_logits: Vec<f64>,
 }
@@ -109,8 +118,15 @@ impl KvRouter {
             free_masks: Vec::new(),
             loads: vec![TargetLoad::default(); num_targets],
             routed: FxHashMap::default(),
+            estimator: match cfg.router_prefill_load_model {
+                PrefillLoadModel::Aic if cfg.router_track_prefill_tokens => {
+                    cfg.prefill_load_estimator.clone()
+                }
+                _ => None,
+            },
             rng: StdRng::seed_from_u64(seed),
             scratch_overlap: vec![0; num_targets],
+            scratch_prefill: vec![0; num_targets],
             scratch_alive: vec![0; words],
             scratch_logits: vec![0.0; num_targets],
         }
@@ -194,10 +210,14 @@ impl KvRouter {
         }
     }
 
-    /// Whether every target is busy (queueing configured).
-    pub fn all_busy(&self) -> bool {
+    /// Whether every target is busy at `now_ms` (queueing configured).
+    pub fn all_busy(&self, now_ms: f64) -> bool {
+        let now_ns = sim_time_ns(now_ms);
         match self.busy_tokens {
-            Some(th) => self.loads.iter().all(|l| l.prefill_tokens as f64 > th),
+            Some(th) => self
+                .loads
+                .iter()
+                .all(|l| l.prefill.active_tokens(now_ns) as f64 > th),
             None => false,
         }
     }
@@ -209,30 +229,31 @@ impl KvRouter {
         r.isl as u64 / self.block_size as u64
     }
 
-    /// Chooses a target for `req` (index `id` in the simulation) and starts tracking it.
-    pub fn route(&mut self, id: u32, r: &RouteRequest) -> Decision {
+    /// Chooses a target for `req` (index `id` in the simulation) at `now_ms` and starts tracking
+    /// it.
+    pub fn route(&mut self, id: u32, r: &RouteRequest, now_ms: f64) -> Decision {
         let bs = self.block_size as f64;
+        let now_ns = sim_time_ns(now_ms);
         self.compute_overlaps(r.blocks);
         let request_blocks = self.request_blocks(r).max(1);
         let track_prefill = self.cfg.router_track_prefill_tokens;
-        let min_prefill = self
-            .loads
-            .iter()
-            .map(|l| l.prefill_tokens)
-            .min()
-            .unwrap_or(0);
+        for (p, l) in self.scratch_prefill.iter_mut().zip(&self.loads) {
+            *p = l.prefill.active_tokens(now_ns);
+        }
+        let min_prefill = self.scratch_prefill.iter().copied().min().unwrap_or(0);
         for t in 0..self.num_targets {
             let overlap = self.scratch_overlap[t] as f64;
             let load = &self.loads[t];
+            let prefill_tokens = self.scratch_prefill[t];
             let cached = overlap * bs;
             let isl = r.isl as f64;
             let raw_prefill = if track_prefill {
-                load.prefill_tokens as f64 + (isl - cached.min(isl)) + cached
+                prefill_tokens as f64 + (isl - cached.min(isl)) + cached
             } else {
                 0.0
             };
             let decay = if self.cfg.overlap_score_credit_decay > 0.0 && track_prefill {
-                let excess = (load.prefill_tokens - min_prefill) as f64 / bs;
+                let excess = (prefill_tokens - min_prefill) as f64 / bs;
                 1.0 / (1.0 + self.cfg.overlap_score_credit_decay * excess / request_blocks as f64)
             } else {
                 1.0
@@ -260,7 +281,7 @@ impl KvRouter {
         let target = self.select();
         let overlap_blocks = self.scratch_overlap[target];
         let overlap_tokens = ((overlap_blocks as u64 * self.block_size as u64) as u32).min(r.isl);
-        self.track(id, target, r, overlap_tokens);
+        self.track(id, target, r, overlap_tokens, now_ns);
         Decision {
             target,
             overlap_tokens,
@@ -306,15 +327,32 @@ impl KvRouter {
         best
     }
 
-    fn track(&mut self, id: u32, target: usize, r: &RouteRequest, overlap_tokens: u32) {
+    fn track(
+        &mut self,
+        id: u32,
+        target: usize,
+        r: &RouteRequest,
+        overlap_tokens: u32,
+        now_ns: u64,
+    ) {
         let request_blocks = self.request_blocks(r);
-        let load = &mut self.loads[target];
         let prefill_tokens = if self.cfg.router_track_prefill_tokens {
             (r.isl - overlap_tokens.min(r.isl)) as u64
         } else {
             0
         };
-        load.prefill_tokens += prefill_tokens;
+        // A fully cached prompt adds no prefill load (and no entry that could hold the decay
+        // clock).
+        if prefill_tokens > 0 {
+            let predicted = self
+                .estimator
+                .as_ref()
+                .map(|e| e.duration_ns(r.isl as u64, overlap_tokens as u64));
+            self.loads[target]
+                .prefill
+                .add(id, prefill_tokens, predicted, now_ns);
+        }
+        let load = &mut self.loads[target];
         load.requests += 1;
         let (shared, unique) = if !self.cfg.router_track_active_blocks {
             (0, 0)
@@ -348,20 +386,25 @@ impl KvRouter {
         );
     }
 
-    /// The request emitted its first token (or terminated): its prefill load is gone.
-    pub fn prefill_completed(&mut self, id: u32) {
+    /// The request emitted its first token (or terminated) at `now_ms`: its prefill load is
+    /// gone.
+    pub fn prefill_completed(&mut self, id: u32, now_ms: f64) {
         if let Some(r) = self.routed.get_mut(&id) {
             if !r.prefill_done {
                 r.prefill_done = true;
-                self.loads[r.target].prefill_tokens -= r.prefill_tokens;
+                if r.prefill_tokens > 0 {
+                    self.loads[r.target]
+                        .prefill
+                        .remove(id, r.prefill_tokens, sim_time_ns(now_ms));
+                }
             }
         }
     }
 
-    /// The request finished on its target: stop tracking it. `blocks` are the content ids it
-    /// was routed with.
-    pub fn free(&mut self, id: u32, blocks: &[u32]) {
-        self.prefill_completed(id);
+    /// The request finished on its target at `now_ms`: stop tracking it. `blocks` are the
+    /// content ids it was routed with.
+    pub fn free(&mut self, id: u32, blocks: &[u32], now_ms: f64) {
+        self.prefill_completed(id, now_ms);
         let Some(r) = self.routed.remove(&id) else {
             return;
         };
@@ -419,18 +462,18 @@ mod tests {
         for h in [1u32, 2, 3] {
             r.apply_event(2, KvEvent::Stored(h));
         }
-        let d = r.route(0, &req(&[1, 2, 3, 4], 300));
+        let d = r.route(0, &req(&[1, 2, 3, 4], 300), 0.0);
         assert_eq!(d.target, 2);
         assert_eq!(d.overlap_tokens, 192);
         // Load now sits on target 2; a request with no overlap avoids it.
-        let d2 = r.route(1, &req(&[9, 8, 7, 6], 300));
+        let d2 = r.route(1, &req(&[9, 8, 7, 6], 300), 0.0);
         assert_ne!(d2.target, 2);
-        r.free(0, &[1, 2, 3, 4]);
-        r.free(1, &[9, 8, 7, 6]);
+        r.free(0, &[1, 2, 3, 4], 1.0);
+        r.free(1, &[9, 8, 7, 6], 1.0);
         assert!(r
             .loads
             .iter()
-            .all(|l| l.requests == 0 && l.prefill_tokens == 0));
+            .all(|l| l.requests == 0 && l.prefill.full_tokens() == 0));
         assert!(r
             .loads
             .iter()
@@ -444,8 +487,8 @@ mod tests {
             let mut r = KvRouter::new(&cfg, 4, 64, Some(8192), seed);
             (0..8)
                 .map(|i| {
-                    let d = r.route(i, &req(&[], 10));
-                    r.free(i, &[]);
+                    let d = r.route(i, &req(&[], 10), 0.0);
+                    r.free(i, &[], 0.0);
                     d.target
                 })
                 .collect::<Vec<_>>()

@@ -382,6 +382,8 @@ impl<'w> Sim<'w> {
                 decode_rc.router_assume_kv_reuse = false;
                 decode_rc.router_track_prefill_tokens = false;
                 decode_rc.router_queue_threshold = None;
+                // DynoSim gives only the prefill pool's router the AIC load model.
+                decode_rc.prefill_load_estimator = None;
                 pools.push(add_pool(
                     &mut workers,
                     *num_prefill_workers,
@@ -673,7 +675,7 @@ impl<'w> Sim<'w> {
     fn submit(&mut self, p: usize, req: u32) {
         let pool = &mut self.pools[p];
         if let PoolRouter::Kv(router) = &mut pool.router {
-            if router.queues() && (!pool.queue.is_empty() || router.all_busy()) {
+            if router.queues() && (!pool.queue.is_empty() || router.all_busy(self.now)) {
                 let r = &self.w.requests[req as usize];
                 let route_req = RouteRequest {
                     blocks: self.prompts.of(req),
@@ -705,6 +707,7 @@ impl<'w> Sim<'w> {
                     blocks: self.prompts.of(req),
                     isl: r.input_length,
                 },
+                self.now,
             ),
         }
     }
@@ -748,7 +751,7 @@ impl<'w> Sim<'w> {
                 return;
             }
             if let PoolRouter::Kv(router) = &pool.router {
-                if router.all_busy() {
+                if router.all_busy(self.now) {
                     return;
                 }
             }
@@ -1014,7 +1017,7 @@ impl<'w> Sim<'w> {
                     self.col.token(req, now, n);
                     if n == 1 {
                         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.prefill_completed(req);
+                            r.prefill_completed(req, now);
                             load_changed = true;
                         }
                     }
@@ -1030,7 +1033,7 @@ impl<'w> Sim<'w> {
                 match role {
                     Role::Prefill => {
                         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.free(req, self.prompts.of(req));
+                            r.free(req, self.prompts.of(req), now);
                             load_changed = true;
                         }
                         self.col.source_held(req, now);
@@ -1068,7 +1071,7 @@ impl<'w> Sim<'w> {
 
     fn release_request(&mut self, p: usize, req: u32) {
         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-            r.free(req, self.prompts.of(req));
+            r.free(req, self.prompts.of(req), self.now);
         }
     }
 

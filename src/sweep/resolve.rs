@@ -13,11 +13,13 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use super::values::{canonical_json, value_text};
+use crate::config::aic::{router_aic_engine, RouterAicValues, ROUTER_AIC_KEYS};
 use crate::config::engine_args::parse_engine_args_with;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
-    EngineArgs, LoadSpec, RouterConfig, RouterMode, SimConfig, Topology, WorkerType,
+    EngineArgs, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Topology,
+    WorkerType,
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
@@ -396,11 +398,52 @@ impl<'s> Resolver<'s> {
     }
 
     fn router(&mut self, obj: &Map<String, Value>) -> Result<RouterConfig, InputError> {
-        let v = Value::Object(obj.clone());
-        self.routers
-            .entry(canonical_json(&v))
-            .or_insert_with(|| parse_router_config(&v, "router"))
-            .clone()
+        let key = canonical_json(&Value::Object(obj.clone()));
+        if let Some(r) = self.routers.get(&key) {
+            return r.clone();
+        }
+        let r = self.parse_router(obj);
+        self.routers.insert(key, r.clone());
+        r
+    }
+
+    /// A `router` object: DynoSim's `KvRouterConfig` keys, plus the `aic_*` keys of the KV
+    /// router's AIC prefill-load estimator (what `dynosim run` takes as `--aic-*` flags), which
+    /// go with `router_prefill_load_model: aic`. The estimator's engine is loaded through the
+    /// sweep's timing loader, shared with AIC timing of the same engine.
+    fn parse_router(&mut self, obj: &Map<String, Value>) -> Result<RouterConfig, InputError> {
+        let (aic, rest): (Map<String, Value>, Map<String, Value>) = obj
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .partition(|(k, _)| ROUTER_AIC_KEYS.contains(&k.as_str()));
+        let mut cfg = parse_router_config(&Value::Object(rest), "router")?;
+        let aic = Value::Object(aic);
+        let values = RouterAicValues::from_json(&aic, "router")?;
+        let engine = router_aic_engine(&values, |k| format!("router.{k}"))?;
+        match (engine, cfg.router_prefill_load_model) {
+            (Some(id), PrefillLoadModel::Aic) => {
+                cfg.prefill_load_estimator = Some(crate::aic::build_prefill_load_estimator(
+                    &mut self.timing,
+                    &id,
+                    "router.aic_*",
+                )?);
+            }
+            (Some(_), PrefillLoadModel::None) => {
+                return Err(InputError::new(
+                    "router.aic_* keys configure the KV router's AIC prefill-load estimator and \
+                     require router.router_prefill_load_model: aic",
+                ))
+            }
+            (None, PrefillLoadModel::Aic) => {
+                return Err(InputError::new(
+                    "router.router_prefill_load_model: aic requires the keys of its AIC \
+                     estimator: router.aic_backend, router.aic_system, router.aic_model_path and \
+                     router.aic_backend_version",
+                ))
+            }
+            (None, PrefillLoadModel::None) => {}
+        }
+        Ok(cfg)
     }
 
     /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.

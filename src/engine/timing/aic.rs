@@ -64,6 +64,24 @@ impl AicLatency {
 }
 
 impl AicLatency {
+    /// The KV router's prefill-load estimate (`router_prefill_load_model: "aic"`): one request
+    /// (batch 1) of `isl` prompt tokens with `prefix` cached, in ms, sharing the pass memo. A
+    /// failure is returned, not recorded: the router goes on without a duration, as DynoSim's.
+    pub fn load_estimate_ms(&self, isl: u64, prefix: u64) -> Result<f64, String> {
+        let key = (1, isl, prefix);
+        if let Some(&t) = self.prefill.read().get(&key) {
+            return Ok(t);
+        }
+        let t = self
+            .engine
+            .engine
+            .predict_prefill_latency(1, Self::u32_of(isl), Self::u32_of(prefix))
+            .map_err(|e| e.to_string())?
+            .max(0.0);
+        self.prefill.write().insert(key, t);
+        Ok(t)
+    }
+
     /// The estimator's decode time at one table point, memoised.
     fn decode_at(&self, batch_size: u64, context: u64) -> f64 {
         let key = (batch_size, context);

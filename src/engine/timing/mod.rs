@@ -113,6 +113,14 @@ impl Timing {
         }
     }
 
+    /// The AIC model, when this is AIC timing (the KV router's AIC load estimator shares it).
+    pub fn aic_latency(&self) -> Option<&Arc<AicLatency>> {
+        match &self.0 {
+            Model::Aic(m) => Some(m),
+            _ => None,
+        }
+    }
+
     pub fn is_polynomial(&self) -> bool {
         matches!(self.0, Model::Polynomial)
     }
