@@ -14,8 +14,8 @@ use crate::config::limits::{
 };
 use crate::config::router_config::parse_router_config_str;
 use crate::config::{
-    EngineArgs, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla, Topology,
-    WorkerType,
+    EngineArgs, EngineType, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla,
+    Topology, WorkerType,
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
@@ -493,8 +493,13 @@ fn build_topology(
                 )));
             }
             if prefill.block_size != decode.block_size {
+                let what = if prefill.engine_type == EngineType::Sglang {
+                    "page size (sglang.page_size or block_size)"
+                } else {
+                    "block_size"
+                };
                 return Err(err(format!(
-                    "disaggregated replay requires the same block_size in \
+                    "disaggregated replay requires the same {what} in \
                      --prefill-engine-args and --decode-engine-args (got {} and {})",
                     prefill.block_size, decode.block_size
                 )));

@@ -188,7 +188,8 @@ fn reference_table_matches(table: &str, min_cases: usize) {
 
 /// Further configurations: other worker counts, engine args (preemption, DP ranks, max_model_len,
 /// chunked prefill off, speed-ups), Poisson arrivals, SLA goodput, eviction, non-dividing block
-/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin, multi-turn
+/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin (also on the
+/// simple synthetic path, where the prefill copy emits a single token), multi-turn
 /// sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
 #[test]
 fn further_configurations_match_the_reference() {
@@ -360,9 +361,73 @@ fn hand_off_records_match(name: &str) {
 /// conversation-trace workloads, page sizes 1/16/32/64, the default 16 384-token pool running
 /// saturated, a small pool with chunking and a low conservativeness, prefix groups, LPM, NPZ
 /// profile timing, and kv_router on two and three workers (no cost ties in these runs).
+/// Disaggregated SGLang ("destination first": decode KV reserved on arrival, prefill routed once
+/// reserved, the prefill worker decoding the hidden output before the transfer): round robin
+/// and kv_router, 1-3 prefill x 1-3 decode workers, page sizes 1/16/32/64, small decode pools
+/// and `max_num_seqs` (hand-offs wait for KV), LPM and chunking on the prefill side, transfer
+/// timing in both modes, the simple synthetic path (one prefill token), and prompts larger than
+/// the decode pool (rejected before any prefill). The bundled trace on 4 workers, aggregated and
+/// 4 + 4 disaggregated: the latter needs DynoSim's nanosecond-rounded pass times (a source held
+/// 20 ns before its decode worker's pass end is activated at that end, not one pass later).
 #[test]
 fn sglang_configurations_match_the_reference() {
-    reference_table_matches("sglang", 10);
+    reference_table_matches("sglang", 24);
+}
+
+/// Disaggregated SGLang where DynoSim 1.4.2 loops for ever (breadth §1.10, checked: killed after
+/// 30 s): the decode pool holds the prompt but not prompt + output. dynosim ends with the
+/// dead-end error naming the request and the decode worker's pool, exit code 1, no report. And a
+/// configuration where DynoSim spins on a decode worker whose only running sequence cannot get a
+/// page (it never reaches the next hand-off): dynosim lets the next hand-off in and finishes.
+#[test]
+fn disaggregated_sglang_never_hangs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report.json");
+    let bin = assert_cmd::cargo::cargo_bin("dynosim");
+    let engine = |role: &str, blocks: u32| {
+        format!(
+            r#"{{"engine_type":"sglang","worker_type":"{role}","sglang":{{"page_size":16}},"num_gpu_blocks":{blocks}}}"#
+        )
+    };
+    let output = std::process::Command::new(&bin)
+        .args(["run", "--input-tokens", "2000", "--output-tokens", "500"])
+        .args(["--request-count", "5", "--request-rate", "5"])
+        .args(["--num-prefill-workers", "1", "--num-decode-workers", "1"])
+        .args(["--prefill-engine-args", &engine("prefill", 1000)])
+        .args(["--decode-engine-args", &engine("decode", 150)])
+        .arg("--report-json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("needs 2512 tokens of KV"), "{err}");
+    assert!(err.contains("holds only 2400"), "{err}");
+    assert!(!out.exists());
+
+    let engine = |role: &str| {
+        format!(
+            r#"{{"engine_type":"sglang","worker_type":"{role}","sglang":{{"page_size":64}},"num_gpu_blocks":8192}}"#
+        )
+    };
+    let trace = root().join("tests/data/traces/conv400.jsonl");
+    let output = std::process::Command::new(&bin)
+        .arg("run")
+        .arg(&trace)
+        .args(["--num-prefill-workers", "1", "--num-decode-workers", "1"])
+        .args(["--prefill-engine-args", &engine("prefill")])
+        .args(["--decode-engine-args", &engine("decode")])
+        .arg("--report-json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = load(&out);
+    assert_eq!(report["completed_requests"].as_f64(), Some(400.0));
 }
 
 /// Where an SGLang worker's pool cannot hold a request's prompt and output, DynoSim 1.4.2 ends

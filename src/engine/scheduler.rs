@@ -1,6 +1,6 @@
 //! The one engine interface the simulator talks to: a worker rank runs a vLLM or an SGLang
-//! scheduler over the shared parts (KV pools, timing). Disaggregated hand-offs are vLLM-only
-//! today; an SGLang rank answers them as "nothing to do".
+//! scheduler over the shared parts (KV pools, timing), aggregated or on either side of a
+//! disaggregated hand-off.
 
 use super::kv::KvEvent;
 use super::sglang::SglangEngine;
@@ -118,17 +118,20 @@ impl<M: LatencyModel> Scheduler<M> {
         }
     }
 
-    pub fn can_reserve(&self, input: u32, prompt: &[u32]) -> bool {
+    /// Whether a reservation attempt for `req` could succeed now (a decode worker's passes run
+    /// one by one while it could).
+    pub fn can_reserve(&self, req: u32, input: u32, prompts: &PromptBlocks) -> bool {
         match self {
-            Scheduler::Vllm(e) => e.can_reserve(input, prompt),
-            Scheduler::Sglang(_) => false,
+            Scheduler::Vllm(e) => e.can_reserve(input, prompts.of(req)),
+            Scheduler::Sglang(e) => e.would_attempt(req),
         }
     }
 
+    /// Whether a full running batch stops reservations (vLLM); SGLang reserves regardless.
     pub fn running_full(&self) -> bool {
         match self {
             Scheduler::Vllm(e) => e.running_full(),
-            Scheduler::Sglang(_) => true,
+            Scheduler::Sglang(_) => false,
         }
     }
 
@@ -138,29 +141,45 @@ impl<M: LatencyModel> Scheduler<M> {
         uuid: u64,
         input: u32,
         max_output: u32,
-        prompt: &[u32],
+        prompts: &PromptBlocks,
     ) -> Option<Reservation> {
         match self {
-            Scheduler::Vllm(e) => e.reserve_prebuilt(req, uuid, input, max_output, prompt),
-            Scheduler::Sglang(_) => None,
+            Scheduler::Vllm(e) => e.reserve_prebuilt(req, uuid, input, max_output, prompts.of(req)),
+            Scheduler::Sglang(e) => e.reserve_destination(req, input, max_output, prompts),
         }
     }
 
     pub fn set_pending_destinations(&mut self, pending: bool) {
-        if let Scheduler::Vllm(e) = self {
-            e.set_pending_destinations(pending);
+        match self {
+            Scheduler::Vllm(e) => e.set_pending_destinations(pending),
+            Scheduler::Sglang(e) => e.set_pending_destinations(pending),
         }
     }
 
-    pub fn activate(&mut self, seq: u32, prompt: &[u32]) {
-        if let Scheduler::Vllm(e) = self {
-            e.activate(seq, prompt);
+    pub fn activate(&mut self, seq: u32, req: u32, prompts: &PromptBlocks) {
+        match self {
+            Scheduler::Vllm(e) => e.activate(seq, prompts.of(req)),
+            Scheduler::Sglang(e) => e.activate(seq, prompts),
         }
     }
 
-    pub fn release_held(&mut self, req: u32) {
-        if let Scheduler::Vllm(e) = self {
-            e.release_held(req);
+    pub fn release_held(&mut self, req: u32, prompts: &PromptBlocks) {
+        match self {
+            Scheduler::Vllm(e) => e.release_held(req),
+            Scheduler::Sglang(e) => e.release_held(req, prompts),
         }
+    }
+
+    /// Whether a prefill worker's passes after its prefills take no time (vLLM emits the
+    /// hidden tokens of a prefill worker at once; SGLang decodes them with its decode timing).
+    pub fn hidden_passes_take_no_time(&self) -> bool {
+        matches!(self, Scheduler::Vllm(_))
+    }
+
+    /// Whether the engine runs DynoSim's "destination first" hand-off (SGLang: the decode
+    /// worker reserves the prompt's KV before the prefill is routed) rather than "source
+    /// first" (vLLM).
+    pub fn destination_first(&self) -> bool {
+        matches!(self, Scheduler::Sglang(_))
     }
 }

@@ -7,8 +7,8 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
-use super::timing::{scaled, LatencyModel};
-use super::vllm::PassOutput;
+use super::timing::LatencyModel;
+use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::workload::sharing::PromptBlocks;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -22,6 +22,22 @@ const LPM_DUPLICATE_TOKENS: u32 = 32;
 const INIT_NEW_TOKEN_RATIO: f64 = 0.7;
 const MIN_NEW_TOKEN_RATIO_FACTOR: f64 = 0.14;
 const NEW_TOKEN_RATIO_DECAY_STEPS: f64 = 600.0;
+
+/// A predicted prefill or decode time as DynoSim's SGLang scheduler keeps it: a `Duration`
+/// (whole nanoseconds, rounded), divided by a positive speed-up ratio and rounded again. The
+/// rounding matters only where two events are nanoseconds apart (e.g. a hand-off's source held
+/// just before or after its decode worker's pass end), which long runs do meet.
+fn pass_time(t_ms: f64, ratio: f64) -> f64 {
+    use std::time::Duration;
+    if t_ms.is_nan() || t_ms <= 0.0 {
+        return 0.0;
+    }
+    let mut d = Duration::from_secs_f64(t_ms / 1000.0);
+    if ratio > 0.0 && !d.is_zero() {
+        d = Duration::from_secs_f64(d.as_secs_f64() / ratio);
+    }
+    d.as_secs_f64() * 1000.0
+}
 
 #[derive(Debug, Clone, Default)]
 struct Req {
@@ -66,6 +82,17 @@ struct Settings {
     total_kv_tokens: u64,
 }
 
+/// Hand-off bookkeeping (slots by request; boxed, as only disaggregated workers use it).
+#[derive(Debug, Default)]
+struct Handoffs {
+    /// Decode side: reserved, not yet activated destinations.
+    reserved: FxHashMap<u32, u32>,
+    /// Decode side: the head destination's last reservation attempt (request, generation).
+    last_attempt: Option<(u32, u64)>,
+    /// Prefill side: finished sequences whose KV is held for the transfer.
+    held: FxHashMap<u32, u32>,
+}
+
 /// One SGLang engine instance.
 #[derive(Debug)]
 pub struct SglangEngine<M: LatencyModel> {
@@ -82,6 +109,14 @@ pub struct SglangEngine<M: LatencyModel> {
     record_events: bool,
     page_refs: FxHashMap<u32, u32>,
     events: Vec<KvEvent>,
+    /// Disaggregated hand-offs (decode side): reserved destinations by request, activated ones
+    /// waiting to join the running batch, whether the simulator has destinations it could not
+    /// reserve yet (they block fresh admissions), and the capacity generation that gates
+    /// reservation retries. Prefill side: finished sequences whose KV is held for the transfer.
+    handoffs: Box<Handoffs>,
+    prebuilt: VecDeque<u32>,
+    pending_destinations: bool,
+    capacity_generation: u64,
     /// Scratch buffers reused across passes.
     evicted: Vec<PageKey>,
     can_run: Vec<u32>,
@@ -122,6 +157,10 @@ impl<M: LatencyModel> SglangEngine<M> {
             record_events: record_kv_events,
             page_refs: FxHashMap::default(),
             events: Vec::new(),
+            handoffs: Box::default(),
+            prebuilt: VecDeque::new(),
+            pending_destinations: false,
+            capacity_generation: 0,
             evicted: Vec::new(),
             can_run: Vec::new(),
             finished_slots: Vec::new(),
@@ -138,7 +177,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     pub fn has_work(&self) -> bool {
-        !self.waiting.is_empty() || !self.running.is_empty()
+        !self.waiting.is_empty() || !self.running.is_empty() || !self.prebuilt.is_empty()
     }
 
     pub fn num_waiting(&self) -> usize {
@@ -155,6 +194,11 @@ impl<M: LatencyModel> SglangEngine<M> {
 
     /// Queues a new request.
     pub fn enqueue(&mut self, req: u32, input: u32, max_output: u32) {
+        let slot = self.new_slot(req, input, max_output);
+        self.waiting.push_back(slot);
+    }
+
+    fn new_slot(&mut self, req: u32, input: u32, max_output: u32) -> u32 {
         let r = Req {
             req,
             input,
@@ -162,7 +206,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             node: NO_NODE,
             ..Req::default()
         };
-        let slot = match self.free_reqs.pop() {
+        match self.free_reqs.pop() {
             Some(i) => {
                 self.reqs[i as usize] = r;
                 i
@@ -171,8 +215,68 @@ impl<M: LatencyModel> SglangEngine<M> {
                 self.reqs.push(r);
                 (self.reqs.len() - 1) as u32
             }
+        }
+    }
+
+    /// Disaggregated decode side: the simulator has hand-offs it could not reserve yet (they
+    /// block fresh admissions of retracted sequences, as in DynoSim).
+    pub fn set_pending_destinations(&mut self, pending: bool) {
+        self.pending_destinations = pending;
+    }
+
+    /// Whether [`SglangEngine::reserve_destination`] would try `req` now: DynoSim retries the
+    /// head destination only after the pool's capacity changed (a completion, a retraction, a
+    /// released source) since its last attempt.
+    pub fn would_attempt(&self, req: u32) -> bool {
+        self.handoffs.last_attempt != Some((req, self.capacity_generation))
+    }
+
+    /// Reserves KV for a hand-off's prompt (breadth §1.11, "destination first"): the prompt's
+    /// cached prefix is matched and locked, the other pages (page-rounded) are taken, evicting
+    /// if needed. `missing_tokens` is the page-rounded part that must be transferred.
+    pub fn reserve_destination(
+        &mut self,
+        req: u32,
+        input: u32,
+        max_output: u32,
+        prompts: &PromptBlocks,
+    ) -> Option<Reservation> {
+        if !self.would_attempt(req) {
+            return None;
+        }
+        self.handoffs.last_attempt = Some((req, self.capacity_generation));
+        let slot = self.new_slot(req, input, max_output);
+        let Some(prefix) = self.allocate(slot, input, prompts) else {
+            self.free_reqs.push(slot);
+            return None;
         };
-        self.waiting.push_back(slot);
+        self.handoffs.reserved.insert(req, slot);
+        Some(Reservation {
+            seq: slot,
+            missing_tokens: self.pages_of(input) * self.s.page - prefix,
+        })
+    }
+
+    /// The KV of a reserved hand-off has arrived: its prompt pages enter the radix cache and
+    /// the sequence waits to join the running batch at the next pass.
+    pub fn activate(&mut self, slot: u32, prompts: &PromptBlocks) {
+        let req = self.reqs[slot as usize].req;
+        self.handoffs.reserved.remove(&req);
+        let before = self.cache.available_pages();
+        self.cache_materialized(slot, prompts);
+        if self.cache.available_pages() > before {
+            self.capacity_generation += 1;
+        }
+        self.prebuilt.push_back(slot);
+    }
+
+    /// Prefill side: frees the KV a finished sequence held for its transfer (its complete
+    /// pages stay in the radix cache).
+    pub fn release_held(&mut self, req: u32, prompts: &PromptBlocks) {
+        if let Some(slot) = self.handoffs.held.remove(&req) {
+            self.finish(slot, prompts);
+            self.capacity_generation += 1;
+        }
     }
 
     /// The largest request queued or running that can never fit this engine's KV pool, if
@@ -407,6 +511,17 @@ impl<M: LatencyModel> SglangEngine<M> {
     pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
         out.clear();
         let page = self.s.page;
+        // 0. Activated hand-offs join the running batch first (no prefill, 0 reused tokens);
+        // while some still wait, or a destination waits for KV, nothing fresh is admitted.
+        while self.running.len() < self.s.max_running {
+            let Some(slot) = self.prebuilt.pop_front() else {
+                break;
+            };
+            out.admitted.push((self.reqs[slot as usize].req, 0));
+            out.progressed = true;
+            self.running.push(slot);
+        }
+        let fresh_admission = self.prebuilt.is_empty() && !self.pending_destinations;
         self.order_waiting(prompts);
 
         // 1. Batch formation (breadth §1.4).
@@ -423,7 +538,11 @@ impl<M: LatencyModel> SglangEngine<M> {
             - reserved;
         let mut rem_input = self.s.max_prefill_tokens;
         let mut rem_chunk = self.s.chunked_prefill_size as f64;
-        let slots = self.s.max_running.saturating_sub(self.running.len());
+        let slots = if fresh_admission {
+            self.s.max_running.saturating_sub(self.running.len())
+        } else {
+            0
+        };
         let mut can_run = std::mem::take(&mut self.can_run);
         can_run.clear();
         let mut oom = false;
@@ -491,7 +610,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let batch = can_run.len() as u64;
         let mut prefill_ms = 0.0;
         if batch > 0 && !is_decode_worker {
-            prefill_ms = scaled(
+            prefill_ms = pass_time(
                 self.model
                     .prefill_ms(batch, total_isl / batch, total_prefix / batch),
                 self.args.speedup_ratio,
@@ -570,6 +689,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             self.waiting.push_front(slot);
         }
         if any_retracted {
+            self.capacity_generation += 1;
             out.preempted += retracted.len() as u32;
             out.progressed = true;
         }
@@ -625,7 +745,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn decode_time(&self, n: u64, total_context: u64) -> f64 {
         let active = total_context.min(self.s.total_kv_tokens);
         let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
-        scaled(
+        pass_time(
             self.model
                 .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
             ratio,
@@ -638,7 +758,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// (at least 2), or `None` when the next pass differs.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
-        if !self.waiting.is_empty() || self.running.is_empty() {
+        if !self.waiting.is_empty() || self.running.is_empty() || !self.prebuilt.is_empty() {
             return None;
         }
         let page = self.s.page;
@@ -710,8 +830,15 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     fn complete(&mut self, slot: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
-        out.finished.push(self.reqs[slot as usize].req);
-        self.finish(slot, prompts);
+        let req = self.reqs[slot as usize].req;
+        out.finished.push(req);
+        if self.args.worker_type == WorkerType::Prefill {
+            // A prefill worker holds the finished sequence's KV until the transfer is done.
+            self.handoffs.held.insert(req, slot);
+        } else {
+            self.finish(slot, prompts);
+            self.capacity_generation += 1;
+        }
     }
 }
 

@@ -129,6 +129,9 @@ impl Pool {
 struct Handoff {
     decode_worker: u32,
     seq: u32,
+    /// Destination-first hand-offs: prompt tokens missing on the decode worker (page-rounded),
+    /// known at reservation, used when the transfer starts.
+    missing_tokens: u32,
 }
 
 struct Sim<'w> {
@@ -147,6 +150,9 @@ struct Sim<'w> {
     target_of: Vec<u32>,
     handoffs: Vec<Handoff>,
     transfer: Option<(f64, KvTransferTimingMode)>,
+    /// SGLang's "destination first" hand-off: a request reserves decode KV on arrival and is
+    /// routed to a prefill worker only once reserved (vLLM: "source first").
+    destination_first: bool,
     driver: Driver,
     col: Collector,
     now: f64,
@@ -254,6 +260,12 @@ pub fn simulate_bounded(
     Ok(Ok(sim.finish(wall_ms)))
 }
 
+/// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
+/// synthetic path (spec §3.1), the only one without prompt blocks.
+fn plans_outputs(w: &Workload) -> bool {
+    !w.block_ids.is_empty()
+}
+
 fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
     if args.num_gpu_blocks == 0 || args.num_gpu_blocks > u32::MAX as u64 / 2 {
         return Err(SimError(format!(
@@ -295,13 +307,6 @@ impl<'w> Sim<'w> {
                 ));
             }
             check_engine(args, "engine args")?;
-            if role != Role::Aggregated && args.engine_type == crate::config::EngineType::Sglang {
-                return Err(SimError(
-                    "disaggregated SGLang workers are not simulated by dynosim yet; run SGLang \
-                     aggregated (--extra-engine-args)"
-                        .into(),
-                ));
-            }
             let first = workers.len() as u32;
             let record = kv && role != Role::Decode;
             for _ in 0..n {
@@ -404,6 +409,10 @@ impl<'w> Sim<'w> {
                 };
             }
         }
+        let destination_first = cfg.topology_is_disaggregated()
+            && workers
+                .first()
+                .is_some_and(|w| w.ranks[0].destination_first());
         let n = w.requests.len();
         let mut start_order: Vec<u32> = (0..workers.len() as u32)
             .filter(|&i| workers[i as usize].role == Role::Decode)
@@ -433,6 +442,7 @@ impl<'w> Sim<'w> {
                 }
             ],
             transfer,
+            destination_first,
             driver: Driver::new(&cfg.load),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
@@ -462,7 +472,9 @@ impl<'w> Sim<'w> {
             let t_ev = self.heap.peek().map(|e| e.time);
             let now = match (t_arr, t_ev) {
                 (None, None) => {
-                    if let Some(wi) = (0..self.workers.len()).find(|&i| self.worker_has_work(i)) {
+                    if let Some(wi) = (0..self.workers.len()).find(|&i| {
+                        self.worker_has_work(i) || !self.workers[i].pending_reservations.is_empty()
+                    }) {
                         if !capped {
                             return Err(self.dead_end(wi));
                         }
@@ -649,7 +661,14 @@ impl<'w> Sim<'w> {
     /// A request becomes visible: record it, route it.
     fn arrive(&mut self, req: u32) {
         self.col.arrival(req, self.now);
-        self.submit(0, req);
+        if self.destination_first {
+            if self.refuse_oversized_prompt(req, None) {
+                return;
+            }
+            self.route_destination(req);
+        } else {
+            self.submit(0, req);
+        }
     }
 
     /// Routes a request into pool `p`, or queues it in the router.
@@ -701,12 +720,20 @@ impl<'w> Sim<'w> {
         let rank = decision.target as u32 % pool.dp;
         let worker = &mut self.workers[wi as usize];
         self.target_of[req as usize] = decision.target as u32;
-        // DynoSim 1.4.2's prefill workers run the request to its full output length with zero
-        // decode time (their tokens are hidden): the source KV is held until the last of them,
-        // which is emitted one per pass while the worker is busy with other prefills. Observed in
-        // the reference's per-request records (source_held_ms), not the `min(osl, 1)` of its docs.
+        // DynoSim 1.4.2 sizes the prefill copy `min(osl, 1)`, but its engines count the
+        // request's planned output tokens instead, which every workload but the simple synthetic
+        // path (spec §3.1) has. So a prefill worker runs the request to its full output length
+        // (hidden tokens; vLLM with zero decode time, one per pass while the worker is busy with
+        // other prefills; SGLang with its decode timing) and holds the source KV until the last;
+        // on the simple path it emits one token. Observed in the reference's per-request records
+        // (source_held_ms) and reports.
+        let output = if worker.role == Role::Prefill && !plans_outputs(self.w) {
+            r.output_length.min(1)
+        } else {
+            r.output_length
+        };
         let shared = self.prompts.of(req).len() as u32;
-        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, r.output_length, shared);
+        worker.ranks[rank as usize].enqueue(req, r.uuid, r.input_length, output, shared);
         worker.stalled = false;
         let local = wi - pool.first_worker;
         match worker.role {
@@ -745,7 +772,10 @@ impl<'w> Sim<'w> {
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
         loop {
-            if self.opts.strides && self.workers[wi].role == Role::Prefill {
+            if self.opts.strides
+                && self.workers[wi].role == Role::Prefill
+                && self.workers[wi].ranks[0].hidden_passes_take_no_time()
+            {
                 if self.hidden_stride(wi) {
                     if self.workers[wi].stalled || !self.worker_has_work(wi) {
                         return;
@@ -802,7 +832,7 @@ impl<'w> Sim<'w> {
         // the stride ends: its passes complete nothing and only take blocks.)
         if let Some(&req) = worker.pending_reservations.front() {
             let input = self.w.requests[req as usize].input_length;
-            if worker.ranks[0].can_reserve(input, self.prompts.of(req)) {
+            if worker.ranks[0].can_reserve(req, input, &self.prompts) {
                 return false;
             }
         }
@@ -963,8 +993,10 @@ impl<'w> Sim<'w> {
             self.workers[wi].stride_passes = 0;
             let mut out = std::mem::take(&mut self.workers[wi].outputs[0]);
             self.workers[wi].ranks[0].apply_stride(k, &self.prompts, &mut out);
-            self.col
-                .stride_tokens(&out.emitted, &self.workers[wi].stride_ends[..k as usize]);
+            if self.workers[wi].role != Role::Prefill {
+                self.col
+                    .stride_tokens(&out.emitted, &self.workers[wi].stride_ends[..k as usize]);
+            }
             out.emitted.clear();
             self.workers[wi].outputs[0] = out;
         }
@@ -1005,7 +1037,11 @@ impl<'w> Sim<'w> {
                             load_changed = true;
                         }
                         self.col.source_held(req, now);
-                        self.handoff(req, wi);
+                        if self.destination_first {
+                            self.start_transfer(req);
+                        } else {
+                            self.handoff(req, wi);
+                        }
                     }
                     _ => {
                         self.col.completed(req, now);
@@ -1041,18 +1077,32 @@ impl<'w> Sim<'w> {
 
     /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
     fn handoff(&mut self, req: u32, prefill_worker: usize) {
-        let r = &self.w.requests[req as usize];
-        // A prompt larger than a decode worker's whole KV pool can never be reserved there:
-        // the request is rejected (like an oversized prompt on an aggregated worker) instead of
-        // waiting forever.
-        let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
-        if r.input_length.div_ceil(decode.block_size()) > decode.capacity_blocks() {
-            self.workers[prefill_worker].ranks[0].release_held(req);
-            self.workers[prefill_worker].stalled = false;
-            self.col.rejected(req, self.now);
-            self.driver.on_terminal(self.w, req, self.now);
+        if self.refuse_oversized_prompt(req, Some(prefill_worker)) {
             return;
         }
+        self.route_destination(req);
+    }
+
+    /// A prompt larger than a decode worker's whole KV pool can never be reserved there: the
+    /// request is rejected (like an oversized prompt on an aggregated worker) instead of
+    /// waiting forever. Returns whether it was.
+    fn refuse_oversized_prompt(&mut self, req: u32, prefill_worker: Option<usize>) -> bool {
+        let r = &self.w.requests[req as usize];
+        let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
+        if r.input_length.div_ceil(decode.block_size()) <= decode.capacity_blocks() {
+            return false;
+        }
+        if let Some(pw) = prefill_worker {
+            self.workers[pw].ranks[0].release_held(req, &self.prompts);
+            self.workers[pw].stalled = false;
+        }
+        self.col.rejected(req, self.now);
+        self.driver.on_terminal(self.w, req, self.now);
+        true
+    }
+
+    /// Picks a decode worker for a hand-off and queues the reservation of its prompt's KV.
+    fn route_destination(&mut self, req: u32) {
         let decision = self.route(1, req);
         let pool = &self.pools[1];
         let wi = pool.first_worker + decision.target as u32;
@@ -1072,6 +1122,28 @@ impl<'w> Sim<'w> {
         }
     }
 
+    /// The KV transfer delay of a hand-off (none unless the prefill args set both
+    /// `kv_bytes_per_token` and a positive `kv_transfer_bandwidth`).
+    fn transfer_delay(&self, req: u32, missing_tokens: u32) -> f64 {
+        match self.transfer {
+            Some((ms_per_token, mode)) => {
+                let tokens = match mode {
+                    KvTransferTimingMode::FullPrompt => self.w.requests[req as usize].input_length,
+                    KvTransferTimingMode::DestinationMissing => missing_tokens,
+                };
+                tokens as f64 * ms_per_token
+            }
+            None => 0.0,
+        }
+    }
+
+    /// Destination first: the prefill of a request whose decode KV is reserved has finished
+    /// (its source KV is held); the transfer starts now.
+    fn start_transfer(&mut self, req: u32) {
+        let delay = self.transfer_delay(req, self.handoffs[req as usize].missing_tokens);
+        self.push_event(self.now + delay, EventKind::HandoffActivate { req });
+    }
+
     /// Tries to reserve the KV of the oldest hand-off waiting on decode worker `wi` (an idle
     /// one). Like DynoSim 1.4.2 (`retry_pending_destinations_at`), one reservation per attempt:
     /// attempts are made when a hand-off arrives at an idle worker, when a pass ends, and when a
@@ -1089,24 +1161,21 @@ impl<'w> Sim<'w> {
                 r.uuid,
                 r.input_length,
                 r.output_length,
-                self.prompts.of(req),
+                &self.prompts,
             ) else {
                 return;
             };
             self.workers[wi].pending_reservations.pop_front();
             self.handoffs[req as usize].seq = res.seq;
+            self.handoffs[req as usize].missing_tokens = res.missing_tokens;
             self.col.destination_reserved(req, self.now);
-            let delay = match self.transfer {
-                Some((ms_per_token, mode)) => {
-                    let tokens = match mode {
-                        KvTransferTimingMode::FullPrompt => r.input_length,
-                        KvTransferTimingMode::DestinationMissing => res.missing_tokens,
-                    };
-                    tokens as f64 * ms_per_token
-                }
-                None => 0.0,
-            };
-            self.push_event(self.now + delay, EventKind::HandoffActivate { req });
+            if self.destination_first {
+                // Only now is the prefill routed (it may wait in the prefill router's queue).
+                self.submit(0, req);
+            } else {
+                let delay = self.transfer_delay(req, res.missing_tokens);
+                self.push_event(self.now + delay, EventKind::HandoffActivate { req });
+            }
         }
     }
 
@@ -1128,7 +1197,7 @@ impl<'w> Sim<'w> {
     fn activate_now(&mut self, req: u32) {
         let h = self.handoffs[req as usize];
         let dw = h.decode_worker as usize;
-        self.workers[dw].ranks[0].activate(h.seq, self.prompts.of(req));
+        self.workers[dw].ranks[0].activate(h.seq, req, &self.prompts);
         self.workers[dw].stalled = false;
         self.col.destination_activated(req, self.now);
         let target = self.target_of[req as usize];
@@ -1136,6 +1205,9 @@ impl<'w> Sim<'w> {
         let pw = (prefill_pool.first_worker + target / prefill_pool.dp) as usize;
         if self.workers[pw].busy {
             self.workers[pw].deferred.push(req);
+            // A running stride (SGLang prefill workers decode their hidden tokens) stops at the
+            // next pass boundary, where the release applies.
+            self.interrupt_stride(pw);
         } else {
             self.release_source(req, pw);
         }
@@ -1144,9 +1216,13 @@ impl<'w> Sim<'w> {
 
     /// Frees the KV a prefill worker held for a hand-off.
     fn release_source(&mut self, req: u32, pw: usize) {
-        self.workers[pw].ranks[0].release_held(req);
+        self.workers[pw].ranks[0].release_held(req, &self.prompts);
         self.workers[pw].stalled = false;
         self.col.source_released(req, self.now);
+        if self.workers[pw].ranks[0].events_at_pass_end() && !self.workers[pw].busy {
+            // An idle worker's release reaches the router at once.
+            self.deliver_kv_events(pw);
+        }
     }
 
     fn finish(self, wall_ms: f64) -> SimOutput {

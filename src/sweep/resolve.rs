@@ -603,9 +603,21 @@ impl<'s> Resolver<'s> {
                         p_args.dp_size, d_args.dp_size
                     ));
                 }
-                if p_args.block_size != d_args.block_size {
+                if p_args.engine_type != d_args.engine_type {
                     problems.push(format!(
-                        "disaggregated mode needs the same block_size on both pools (prefill {}, \
+                        "disaggregated mode needs the same engine_type on both pools (prefill \
+                         {}, decode {})",
+                        p_args.engine_type.display_name(),
+                        d_args.engine_type.display_name()
+                    ));
+                } else if p_args.block_size != d_args.block_size {
+                    let what = if p_args.engine_type == crate::config::EngineType::Sglang {
+                        "page size (sglang.page_size or block_size)"
+                    } else {
+                        "block_size"
+                    };
+                    problems.push(format!(
+                        "disaggregated mode needs the same {what} on both pools (prefill {}, \
                          decode {})",
                         p_args.block_size, d_args.block_size
                     ));
@@ -853,6 +865,37 @@ mod tests {
         assert_eq!(prefill.block_size, 16);
         assert_eq!(pts[0].gpus, 5);
         assert_eq!(pts[0].verdict, Verdict::Run);
+    }
+
+    #[test]
+    fn disaggregated_sglang_points_run_and_need_one_page_size() {
+        let text = format!(
+            "{SYN}engine: {{engine_type: sglang, sglang: {{page_size: 16}}}}\n\
+             grid:\n  topology:\n    - {{mode: disaggregated, num_prefill_workers: [1], num_decode_workers: [2], \
+             decode_engine.sglang.page_size: [16, 32]}}\n    - {{mode: disaggregated, \
+             decode_engine.engine_type: [vllm]}}\n"
+        );
+        let pts = resolve_all(&text).unwrap();
+        let verdict = |i: usize| match &pts[i].verdict {
+            Verdict::Run => "run".to_string(),
+            Verdict::Invalid(r) | Verdict::Skipped(r) => r.clone(),
+        };
+        assert_eq!(verdict(0), "run");
+        let Topology::Disaggregated {
+            prefill, decode, ..
+        } = &pts[0].config.topology
+        else {
+            panic!()
+        };
+        assert_eq!((prefill.block_size, decode.block_size), (16, 16));
+        assert_eq!(decode.engine_type, crate::config::EngineType::Sglang);
+        assert!(verdict(1).contains("same page size"), "{}", verdict(1));
+        assert!(
+            verdict(1).contains("prefill 16, decode 32"),
+            "{}",
+            verdict(1)
+        );
+        assert!(verdict(2).contains("same engine_type"), "{}", verdict(2));
     }
 
     #[test]
