@@ -17,7 +17,10 @@ def answer(obj):
 
 
 def fail(kind, message, available=None):
-    answer({"ok": False, "kind": kind, "message": message, "available": available or []})
+    obj = {"ok": False, "kind": kind, "message": message, "available": available or []}
+    if "native" in globals():  # the package is there: say which (dynosim's hints depend on it)
+        obj["aic_version"], obj["schema"] = VERSION, quick_schema()
+    answer(obj)
 
 
 def package_version():
@@ -51,22 +54,25 @@ def sdk():
         fail("missing_package", f"{type(exc).__name__}: {exc}")
 
 
-def spec_schema():
-    """The EngineSpec schema the installed package compiles: 0.12.0's native module says it;
-    0.11.0's has no such function and states it as a constant in sdk/engine.py (read as text, so
-    the probe need not import the SDK, about 0.5 s)."""
-    if hasattr(native, "engine_spec_schema_version"):
-        return int(native.engine_spec_schema_version())
+def quick_schema():
+    """The EngineSpec schema the installed package compiles, without importing the SDK (about
+    0.5 s): 0.12.0's native module says it; 0.11.0's has no such function and states it as a
+    constant in sdk/engine.py, read as text. None if neither says."""
     try:
+        if hasattr(native, "engine_spec_schema_version"):
+            return int(native.engine_spec_schema_version())
         import re
 
         with open(os.path.join(PACKAGE_DIR, "sdk", "engine.py"), encoding="utf-8") as f:
             m = re.search(r"^ENGINE_SPEC_SCHEMA_VERSION = (\d+)\s*$", f.read(), re.M)
-        if m:
-            return int(m.group(1))
-    except OSError:
-        pass
-    return int(sdk()[0].ENGINE_SPEC_SCHEMA_VERSION)
+        return int(m.group(1)) if m else None
+    except Exception:
+        return None
+
+
+def spec_schema():
+    schema = quick_schema()
+    return schema if schema is not None else int(sdk()[0].ENGINE_SPEC_SCHEMA_VERSION)
 
 
 def fingerprint():
