@@ -121,43 +121,31 @@ fn compare(ours: &Value, reference: &Value) -> Vec<String> {
 const QWEN: &str =
     r#""aic_backend":"vllm","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B""#;
 
-/// The breadth spec's AIC workload: ISL 2048, OSL 256, 200 requests, concurrency 32, 2 workers.
-fn synthetic_run(version: &str, tp: u32, cache: &Path, env: &[(&str, &Path)]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.json");
-    let engine = format!(r#"{{{QWEN},"aic_backend_version":"{version}","aic_tp_size":{tp}}}"#);
-    let o = dynosim(
-        &[
-            "run",
-            "--input-tokens",
-            "2048",
-            "--output-tokens",
-            "256",
-            "--request-count",
-            "200",
-            "--replay-concurrency",
-            "32",
-            "--num-workers",
-            "2",
-            "--extra-engine-args",
-            &engine,
-            "--report-json",
-            out.to_str().unwrap(),
-        ],
-        cache,
-        env,
-    );
-    assert!(
-        o.status.success(),
-        "dynosim run failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    load(&out)
+/// The breadth spec's AIC workload (ISL 2048, OSL 256, 200 requests, concurrency 32, 2
+/// workers) with engine args `engine`; the report.
+fn synthetic_run(engine: &str, cache: &Path, env: &[(&str, &Path)]) -> Value {
+    let args = [
+        "--input-tokens",
+        "2048",
+        "--output-tokens",
+        "256",
+        "--request-count",
+        "200",
+        "--replay-concurrency",
+        "32",
+        "--num-workers",
+        "2",
+        "--extra-engine-args",
+        engine,
+    ];
+    run_report(&args, cache, env).0
 }
 
-fn check_reference(version: &str, tp: u32, reference: &str, env: &[(&str, &Path)]) {
+/// [`synthetic_run`] with `engine` against the reference report `tests/data/aic/REFERENCE`
+/// (fresh cache); returns our report.
+fn check_synthetic(engine: &str, reference: &str, env: &[(&str, &Path)]) -> Value {
     let cache = tempfile::tempdir().unwrap();
-    let ours = synthetic_run(version, tp, cache.path(), env);
+    let ours = synthetic_run(engine, cache.path(), env);
     let refr = load(&root().join("tests/data/aic").join(reference));
     let bad = compare(&ours, &refr);
     assert!(bad.is_empty(), "{reference}: {}", bad.join("; "));
@@ -166,6 +154,12 @@ fn check_reference(version: &str, tp: u32, reference: &str, env: &[(&str, &Path)
         ours["decode_gpus_per_worker"],
         refr["decode_gpus_per_worker"]
     );
+    ours
+}
+
+fn check_reference(version: &str, tp: u32, reference: &str, env: &[(&str, &Path)]) {
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"{version}","aic_tp_size":{tp}}}"#);
+    check_synthetic(&engine, reference, env);
 }
 
 #[test]
@@ -443,29 +437,12 @@ fn sglang_0_5_10_tp1_matches_dynosim_with_aic_0_11_data() {
         );
         return;
     };
-    let cache = tempfile::tempdir().unwrap();
     let engine = r#"{"engine_type":"sglang","sglang":{"page_size":64},"aic_backend":"sglang","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"0.5.10","aic_tp_size":1}"#;
-    let (ours, _) = run_report(
-        &[
-            "--input-tokens",
-            "2048",
-            "--output-tokens",
-            "256",
-            "--request-count",
-            "200",
-            "--replay-concurrency",
-            "32",
-            "--num-workers",
-            "2",
-            "--extra-engine-args",
-            engine,
-        ],
-        cache.path(),
+    check_synthetic(
+        engine,
+        "ref_sglang_v0510_tp1.json",
         &[("AICONFIGURATOR_SYSTEMS_PATH", &systems)],
     );
-    let refr = load(&root().join("tests/data/aic/ref_sglang_v0510_tp1.json"));
-    let bad = compare(&ours, &refr);
-    assert!(bad.is_empty(), "sglang: {}", bad.join("; "));
 }
 
 /// TRT-LLM with AIC timing: neither DynoSim 1.4.2's AIConfigurator 0.11.0 data nor the
@@ -477,29 +454,8 @@ fn trtllm_1_3_0rc20_tp1_matches_dynosim_on_the_0_12_wheel_data() {
     if !have_aic("trtllm_1_3_0rc20_tp1_matches_dynosim_on_the_0_12_wheel_data") {
         return;
     }
-    let cache = tempfile::tempdir().unwrap();
     let engine = r#"{"engine_type":"trtllm","num_gpu_blocks":16384,"aic_backend":"trtllm","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"1.3.0rc20","aic_tp_size":1}"#;
-    let (ours, _) = run_report(
-        &[
-            "--input-tokens",
-            "2048",
-            "--output-tokens",
-            "256",
-            "--request-count",
-            "200",
-            "--replay-concurrency",
-            "32",
-            "--num-workers",
-            "2",
-            "--extra-engine-args",
-            engine,
-        ],
-        cache.path(),
-        &[],
-    );
-    let refr = load(&root().join("tests/data/aic/ref_trtllm_rc20_tp1_kv16384.json"));
-    let bad = compare(&ours, &refr);
-    assert!(bad.is_empty(), "trtllm: {}", bad.join("; "));
+    check_synthetic(engine, "ref_trtllm_rc20_tp1_kv16384.json", &[]);
 }
 
 const ROUTER_AIC: [&str; 8] = [
