@@ -65,6 +65,21 @@ fn systems_011() -> Option<PathBuf> {
         .then_some(p)
 }
 
+/// For a test that needs AIC and 0.11.0's perf data: that folder, or `None` (skip) after saying
+/// what is missing.
+fn aic_with_011_data(test: &str) -> Option<PathBuf> {
+    if !have_aic(test) {
+        return None;
+    }
+    let systems = systems_011();
+    if systems.is_none() {
+        eprintln!(
+            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
+        );
+    }
+    systems
+}
+
 fn dynosim(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("dynosim"));
     c.args(args)
@@ -179,13 +194,8 @@ fn vllm_0_24_tp2_matches_dynosim() {
 /// DynoSim 1.4.2's own default data (vLLM 0.19.0), through AICONFIGURATOR_SYSTEMS_PATH.
 #[test]
 fn vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data() {
-    if !have_aic("vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data") {
-        return;
-    }
-    let Some(systems) = systems_011() else {
-        eprintln!(
-            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
-        );
+    let Some(systems) = aic_with_011_data("vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data")
+    else {
         return;
     };
     check_reference(
@@ -428,13 +438,8 @@ fn run_report(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> (Value, Str
 /// `aic_qwen3_8b_sglang_tp1` (mean TTFT 236.1 ms, p99 760.5, ITL 8.314, E2E 2356, 3253 tok/s).
 #[test]
 fn sglang_0_5_10_tp1_matches_dynosim_with_aic_0_11_data() {
-    if !have_aic("sglang_0_5_10_tp1_matches_dynosim_with_aic_0_11_data") {
-        return;
-    }
-    let Some(systems) = systems_011() else {
-        eprintln!(
-            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
-        );
+    let Some(systems) = aic_with_011_data("sglang_0_5_10_tp1_matches_dynosim_with_aic_0_11_data")
+    else {
         return;
     };
     let engine = r#"{"engine_type":"sglang","sglang":{"page_size":64},"aic_backend":"sglang","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"0.5.10","aic_tp_size":1}"#;
@@ -494,13 +499,7 @@ fn router_trace_args(extra: &[&'static str]) -> Vec<&'static str> {
 /// really acts (the reference without it differs by more than the tolerance).
 #[test]
 fn kv_router_aic_load_model_matches_dynosim() {
-    if !have_aic("kv_router_aic_load_model_matches_dynosim") {
-        return;
-    }
-    let Some(systems) = systems_011() else {
-        eprintln!(
-            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
-        );
+    let Some(systems) = aic_with_011_data("kv_router_aic_load_model_matches_dynosim") else {
         return;
     };
     let cache = tempfile::tempdir().unwrap();
@@ -525,13 +524,9 @@ fn kv_router_aic_load_model_matches_dynosim() {
 /// The same with AIC timing of the same engine: one engine is compiled and loaded for both.
 #[test]
 fn kv_router_aic_load_model_with_aic_timing_shares_the_engine() {
-    if !have_aic("kv_router_aic_load_model_with_aic_timing_shares_the_engine") {
-        return;
-    }
-    let Some(systems) = systems_011() else {
-        eprintln!(
-            "skipped: AIConfigurator 0.11.0's systems folder not found (DYNOSIM_AIC_011_SYSTEMS)"
-        );
+    let Some(systems) =
+        aic_with_011_data("kv_router_aic_load_model_with_aic_timing_shares_the_engine")
+    else {
         return;
     };
     let cache = tempfile::tempdir().unwrap();
