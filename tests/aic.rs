@@ -92,6 +92,24 @@ fn dynosim(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> std::process::
     c.output().unwrap()
 }
 
+/// `dynosim run` of one 100-token request with engine args `engine` (for the refusals).
+fn one_request_run(engine: &str, cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    let args = [
+        "run",
+        "--input-tokens",
+        "100",
+        "--output-tokens",
+        "2",
+        "--request-count",
+        "1",
+        "--replay-concurrency",
+        "1",
+        "--extra-engine-args",
+        engine,
+    ];
+    dynosim(&args, cache, env)
+}
+
 fn load(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
@@ -271,23 +289,7 @@ fn unknown_version_system_and_model_exit_2_with_what_is_available() {
             v[k] = x.clone();
         }
         let engine = v.to_string();
-        let o = dynosim(
-            &[
-                "run",
-                "--input-tokens",
-                "100",
-                "--output-tokens",
-                "2",
-                "--request-count",
-                "1",
-                "--replay-concurrency",
-                "1",
-                "--extra-engine-args",
-                &engine,
-            ],
-            cache.path(),
-            &[],
-        );
+        let o = one_request_run(&engine, cache.path(), &[]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{patch}: {err}");
         assert!(err.contains("--extra-engine-args"), "{err}");
@@ -299,20 +301,8 @@ fn unknown_version_system_and_model_exit_2_with_what_is_available() {
 fn a_missing_python_package_names_the_install_command() {
     let cache = tempfile::tempdir().unwrap();
     let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
-    let o = dynosim(
-        &[
-            "run",
-            "--input-tokens",
-            "100",
-            "--output-tokens",
-            "2",
-            "--request-count",
-            "1",
-            "--replay-concurrency",
-            "1",
-            "--extra-engine-args",
-            &engine,
-        ],
+    let o = one_request_run(
+        &engine,
         cache.path(),
         &[("DYNOSIM_PYTHON", Path::new("/nonexistent/python3"))],
     );
