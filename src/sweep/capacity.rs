@@ -501,17 +501,7 @@ pub(crate) fn run_search(
     records.sort_by_key(|r| r.point);
     outcome.interrupted = interrupted;
     outcome.not_run = outcome.points - records.len() as u64;
-    for r in &records {
-        match r.status {
-            Status::Ok => outcome.ok += 1,
-            Status::Infeasible => outcome.infeasible += 1,
-            Status::Skipped => outcome.skipped += 1,
-            Status::Invalid => outcome.invalid += 1,
-            Status::Failed => outcome.failed += 1,
-            Status::BelowRange => outcome.below_range += 1,
-            Status::AboveRange => outcome.above_range += 1,
-        }
-    }
+    outcome.count_statuses(&records);
     outcome.output = Some(dir.clone());
     write_leaderboards(
         &dir,

@@ -116,6 +116,22 @@ pub struct SweepOutcome {
 }
 
 impl SweepOutcome {
+    /// Adds each record's status to its count.
+    pub(crate) fn count_statuses(&mut self, records: &[record::PointRecord]) {
+        use record::Status;
+        for r in records {
+            *match r.status {
+                Status::Ok => &mut self.ok,
+                Status::Infeasible => &mut self.infeasible,
+                Status::Skipped => &mut self.skipped,
+                Status::Invalid => &mut self.invalid,
+                Status::Failed => &mut self.failed,
+                Status::BelowRange => &mut self.below_range,
+                Status::AboveRange => &mut self.above_range,
+            } += 1;
+        }
+    }
+
     /// 128 + the signal when stopped by one (130 for Ctrl-C, 143 for SIGTERM), 1 when any point
     /// failed, else 0.
     pub fn exit_code(&self) -> i32 {

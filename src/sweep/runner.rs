@@ -889,17 +889,7 @@ fn finish_sweep(
     outcome.interrupted = interrupted;
     outcome.not_run = outcome.points - records.len() as u64;
     outcome.reused = reused as u64;
-    for r in &records {
-        match r.status {
-            Status::Ok => outcome.ok += 1,
-            Status::Infeasible => outcome.infeasible += 1,
-            Status::Skipped => outcome.skipped += 1,
-            Status::Invalid => outcome.invalid += 1,
-            Status::Failed => outcome.failed += 1,
-            Status::BelowRange => outcome.below_range += 1,
-            Status::AboveRange => outcome.above_range += 1,
-        }
-    }
+    outcome.count_statuses(&records);
     outcome.output = Some(dir.to_path_buf());
     write_leaderboards(dir, spec, total, shard, &records, interrupted, &[], quiet)?;
     if !quiet {
