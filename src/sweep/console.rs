@@ -249,25 +249,9 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
 mod tests {
     use super::*;
     use crate::sweep::leaderboard::rank;
-    use crate::sweep::record::PointRecord;
+    use crate::sweep::leaderboard::tests::rec;
     use crate::sweep::spec::Objective;
-    use serde_json::{json, Map, Value};
-
-    fn rec(point: u64, status: Status, report: Value) -> PointRecord {
-        PointRecord {
-            search: None,
-            stopped_on: None,
-            point,
-            hash: format!("h{point}"),
-            status,
-            reason: None,
-            parameters: Map::new(),
-            gpus: Some(1 + point % 3),
-            configuration: None,
-            workload: None,
-            report: report.as_object().cloned(),
-        }
-    }
+    use serde_json::{json, Value};
 
     #[test]
     fn fits_width_shows_reasons_and_counts_the_rest() {

@@ -448,11 +448,12 @@ pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::Map;
 
-    fn rec(point: u64, status: Status, report: Value) -> PointRecord {
+    /// A record of `point` with `status` and `report` (also used by the console's tests).
+    pub(crate) fn rec(point: u64, status: Status, report: Value) -> PointRecord {
         PointRecord {
             point,
             hash: format!("h{point}"),
