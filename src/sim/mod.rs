@@ -222,16 +222,11 @@ pub fn simulate_prepared(
     cfg: &SimConfig,
     opts: SimOptions,
 ) -> Result<SimOutput, SimError> {
-    let started = std::time::Instant::now();
-    let bs = cfg.topology.block_size().max(1);
-    let prompts = match prompts {
-        Some(p) if p.block_size() == bs => Cow::Borrowed(p),
-        _ => Cow::Owned(PromptBlocks::new(workload, bs)),
-    };
-    let mut sim = Sim::new(workload, prompts, cfg, opts)?;
-    sim.run()?;
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    Ok(sim.finish(wall_ms))
+    match simulate_bounded(workload, prompts, cfg, opts, &[])? {
+        Ok(out) => Ok(out),
+        // Nothing can stop a run without bounds.
+        Err(_) => unreachable!("a simulation without bounds stopped early"),
+    }
 }
 
 /// [`simulate_prepared`] that stops as soon as one of `bounds` is certainly missed (see
