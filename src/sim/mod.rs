@@ -160,6 +160,8 @@ struct Sim<'w> {
     now: f64,
     /// DynoSim's single-worker closed loop (see [`stamps_arrival_at_pass_end`]).
     arrival_at_pass_end: bool,
+    /// DynoSim's single-worker runtime (see [`single_runtime`]).
+    single_runtime: bool,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -268,8 +270,15 @@ pub fn simulate_bounded(
 /// its arrival recorded, at that pass's end, so its TTFT does not include the wait. (Its open-loop
 /// mode records the scheduled time instead, and so does the multi-worker runtime in both modes.)
 fn stamps_arrival_at_pass_end(cfg: &SimConfig) -> bool {
-    cfg.load.replay_concurrency.is_some()
-        && cfg.router_mode != RouterMode::KvRouter
+    cfg.load.replay_concurrency.is_some() && single_runtime(cfg)
+}
+
+/// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime (one aggregated
+/// worker, one DP rank, no KV router) rather than its event-driven multi-worker runtime. Where
+/// the two differ in what they report: the closed-loop arrival stamp
+/// ([`stamps_arrival_at_pass_end`]) and the time cap ([`Sim::finish_single_at_cap`]).
+fn single_runtime(cfg: &SimConfig) -> bool {
+    cfg.router_mode != RouterMode::KvRouter
         && matches!(
             &cfg.topology,
             Topology::Aggregated { num_workers: 1, engine } if engine.dp_size <= 1
@@ -460,6 +469,7 @@ impl<'w> Sim<'w> {
             destination_first,
             driver: Driver::new(&cfg.load),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
+            single_runtime: single_runtime(cfg),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
             early: EarlyCheck::default(),
@@ -503,6 +513,10 @@ impl<'w> Sim<'w> {
             };
             if let Some(c) = cap {
                 if now > c && !capped {
+                    if self.single_runtime {
+                        self.finish_single_at_cap(c, now);
+                        break;
+                    }
                     // Soft cap: running passes finish, nothing new starts.
                     capped = true;
                     self.col.stop_completions();
@@ -541,6 +555,51 @@ impl<'w> Sim<'w> {
             }
         }
         Ok(())
+    }
+
+    /// The time cap on DynoSim's single-worker runtime, which checks it only between its steps
+    /// ("release what is due, run one pass" or "jump to the next arrival"): once the clock is
+    /// past the cap at `next` (the next timestamp), the pass that started before the cap still ends in full (its
+    /// completions count, and its end is the run's duration), and in open loop every arrival up
+    /// to the end of that step is recorded (those after the cap stay incomplete; after an idle
+    /// jump, the arrivals at the jump's time). In closed loop nothing is released after the cap.
+    /// The multi-worker runtime instead stops at the first timestamp past the cap, without the
+    /// completions of passes that end after it.
+    fn finish_single_at_cap(&mut self, cap: f64, next: f64) {
+        let open_loop = self.cfg.load.replay_concurrency.is_none();
+        let last = if self.workers[0].busy {
+            self.workers[0].pass_end_at
+        } else {
+            next
+        };
+        loop {
+            let t_arr = if open_loop {
+                self.driver.next_time()
+            } else {
+                None
+            };
+            let t_ev = self.heap.peek().map(|e| e.time);
+            let now = match (t_arr, t_ev) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(e)) => e,
+                (Some(a), Some(e)) => a.min(e),
+            };
+            if now > last {
+                break;
+            }
+            debug_assert!(now > cap);
+            self.now = now;
+            while self.heap.peek().is_some_and(|e| e.time <= now) {
+                let ev = self.heap.pop().expect("peeked");
+                self.apply_event(ev);
+            }
+            if open_loop {
+                while let Some(req) = self.driver.pop_due(now) {
+                    self.arrive(req);
+                }
+            }
+        }
     }
 
     /// Arms early stop for `bounds` (never under a time cap, where in-flight requests at the
@@ -700,7 +759,13 @@ impl<'w> Sim<'w> {
 
     /// A request becomes visible: record it, route it.
     fn arrive(&mut self, req: u32) {
-        self.col.arrival(req, self.arrival_stamp());
+        let stamp = self.arrival_stamp();
+        if self.arrival_at_pass_end && self.cfg.max_sim_time_ms.is_some_and(|c| stamp > c) {
+            // DynoSim's single-worker closed loop would release it at the end of the running
+            // pass, past the time cap, where its run stops first: never seen.
+            return;
+        }
+        self.col.arrival(req, stamp);
         if self.destination_first {
             if self.refuse_oversized_prompt(req, None) {
                 return;
