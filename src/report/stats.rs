@@ -102,16 +102,10 @@ pub struct ExactMoments {
 
 const SUM_SCALE: f64 = 4_294_967_296.0; // 2^32
 
-/// `v.round() as i128`, through `i64` when it fits (a hardware conversion instead of a software
-/// one; the same value).
+/// `v.round() as i128`, without a libm call (see [`super::rounding`]).
 #[inline]
 fn to_fixed(v: f64) -> i128 {
-    let r = v.round();
-    if r.abs() < 9.0e18 {
-        r as i64 as i128
-    } else {
-        r as i128
-    }
+    super::rounding::round_i128(v)
 }
 const SQ_SCALE: f64 = 4_294_967_296.0; // 2^32
 
