@@ -16,7 +16,7 @@ pub fn ceil_i32(v: f64) -> i32 {
         // below it for positive non-integers. `t as f64` is exact: |t| < 2^63 and, past 2^53,
         // `v` is already an integer equal to `t`.
         let t = v as i64;
-        let c = if (t as f64) < v { t + 1 } else { t };
+        let c = t + i64::from((t as f64) < v);
         c.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
     } else {
         v.ceil() as i32
@@ -31,14 +31,8 @@ pub fn round_i128(v: f64) -> i128 {
         // The fractional part `v − t` is exactly representable (it is `v`'s low bits), so the
         // subtraction is exact and the half comparisons are too.
         let frac = v - t as f64;
-        let r = if frac >= 0.5 {
-            t + 1
-        } else if frac <= -0.5 {
-            t - 1
-        } else {
-            t
-        };
-        i128::from(r)
+        // Flags rather than branches: the fraction of a token gap is anybody's guess.
+        i128::from(t + i64::from(frac >= 0.5) - i64::from(frac <= -0.5))
     } else {
         v.round() as i128
     }

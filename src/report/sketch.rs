@@ -7,6 +7,8 @@
 //! returns the bin holding the sample of rank `floor(q · (count − 1))` (no exact min/max special
 //! case: callers track those themselves). Insertion of `k` equal values is one O(1) step.
 
+use super::key_memo::KeyMemo;
+
 /// Relative accuracy of the report's sketches.
 pub const DEFAULT_RELATIVE_ACCURACY: f64 = 0.001;
 /// Bin cap of the report's sketches.
@@ -39,7 +41,18 @@ impl Store {
         }
     }
 
+    #[inline]
     fn add(&mut self, key: i32, n: u64) {
+        // Inside the live range nothing grows or collapses: just count.
+        if self.count > 0 && key >= self.min_key && key <= self.max_key {
+            self.bins[(key - self.offset) as usize] += n;
+            self.count += n;
+            return;
+        }
+        self.add_outside(key, n);
+    }
+
+    fn add_outside(&mut self, key: i32, n: u64) {
         if n == 0 {
             return;
         }
@@ -135,53 +148,10 @@ impl Store {
     }
 }
 
-/// Values whose keys [`KeyMemo`] may remember: the range over which `tests::key_is_monotone_*`
-/// checks that the key function (libm's `ln`, a division, a ceiling) never decreases, which is
-/// what makes a remembered range safe. Far wider than token gaps (ms) and their inverses.
-const MEMO_MIN: f64 = 1e-9;
-const MEMO_MAX: f64 = 1_099_511_627_776.0; // 2^40
-
-/// The last key computed and the range `[lo, hi]` of values seen to map to it: the key is
-/// non-decreasing in the value, so every value inside the range has that key, without an `ln`.
-/// Consecutive token gaps are close together, so most of them land in the last bin's range.
-/// A memo, not state: it does not take part in equality.
-#[derive(Debug, Clone, Copy)]
-struct KeyMemo {
-    key: i32,
-    lo: f64,
-    hi: f64,
-}
-
-impl KeyMemo {
-    const EMPTY: KeyMemo = KeyMemo {
-        key: 0,
-        lo: f64::INFINITY,
-        hi: f64::NEG_INFINITY,
-    };
-
-    #[inline]
-    fn get(&self, v: f64) -> Option<i32> {
-        (v >= self.lo && v <= self.hi).then_some(self.key)
-    }
-
-    #[inline]
-    fn remember(&mut self, v: f64, key: i32) {
-        if !(MEMO_MIN..=MEMO_MAX).contains(&v) {
-            return;
-        }
-        if key == self.key && self.lo <= self.hi {
-            self.lo = self.lo.min(v);
-            self.hi = self.hi.max(v);
-        } else {
-            *self = KeyMemo { key, lo: v, hi: v };
-        }
-    }
-}
-
-impl PartialEq for KeyMemo {
-    fn eq(&self, _: &KeyMemo) -> bool {
-        true
-    }
+/// Index of a positive value: `ceil(ln v / ln γ)`. Saturating: a finite positive f64 has
+/// |ln v / ln γ| < 2^20 at α = 0.1 %.
+pub(super) fn key_of(v: f64, gamma_ln: f64) -> i32 {
+    super::rounding::ceil_i32(v.ln() / gamma_ln)
 }
 
 /// A DDSketch over non-negative values.
@@ -194,6 +164,7 @@ pub struct DdSketch {
     store: Store,
     zero_count: u64,
     count: u64,
+    /// Finds keys of values near the last one without an `ln`.
     memo: KeyMemo,
 }
 
@@ -219,24 +190,17 @@ impl DdSketch {
             store: Store::new(max_bins),
             zero_count: 0,
             count: 0,
-            memo: KeyMemo::EMPTY,
+            memo: KeyMemo::new(),
         }
     }
 
     fn key(&self, v: f64) -> i32 {
-        // Saturating: a finite positive f64 has |ln v / ln γ| < 2^20 at α = 0.1 %.
-        super::rounding::ceil_i32(v.ln() / self.gamma_ln)
+        key_of(v, self.gamma_ln)
     }
 
-    /// [`DdSketch::key`] of a finite `v > MIN_INDEXABLE_VALUE`, through the memo.
-    #[inline]
-    fn memo_key(&mut self, v: f64) -> i32 {
-        if let Some(key) = self.memo.get(v) {
-            return key;
-        }
-        let key = self.key(v);
-        self.memo.remember(v, key);
-        key
+    #[cfg(test)]
+    pub(super) fn gamma_ln(&self) -> f64 {
+        self.gamma_ln
     }
 
     fn value(&self, key: i32) -> f64 {
@@ -254,7 +218,7 @@ impl DdSketch {
             return;
         }
         if v > MIN_INDEXABLE_VALUE && v.is_finite() {
-            let key = self.memo_key(v);
+            let key = self.memo.key(v, self.gamma_ln);
             self.store.add(key, n);
         } else if v > MIN_INDEXABLE_VALUE {
             // +inf: counted in the bin of the largest finite value.
@@ -373,61 +337,6 @@ mod tests {
         }
     }
 
-    /// The memo's premise: over `[MEMO_MIN, MEMO_MAX]` the key never decreases as the value
-    /// grows. libm's `ln` is within one ulp of its result, which for |ln v| < 32 is at most
-    /// 2^-48, while one ulp of `v` moves `ln v` by at least 2^-53: the computed `ln` can only be
-    /// out of order between values under 32 ulps apart, so a key could only step back within
-    /// 32 ulps of a bin boundary. Every boundary in the range is checked 128 ulps either side.
-    #[test]
-    fn key_is_monotone_around_every_bin_boundary_in_the_memo_range() {
-        let s = DdSketch::default();
-        let first = s.key(MEMO_MIN);
-        let last = s.key(MEMO_MAX);
-        assert!(last - first > 20_000);
-        for k in first + 1..=last {
-            // The smallest value with key >= k, found from its estimate by ulp steps.
-            let mut x = (f64::from(k - 1) * s.gamma_ln).exp();
-            let mut steps = 0;
-            while s.key(x) >= k {
-                x = x.next_down();
-                steps += 1;
-            }
-            while s.key(x) < k {
-                x = x.next_up();
-                steps += 1;
-            }
-            assert!(steps < 1000, "boundary {k} far from its estimate");
-            let (mut below, mut above) = (x.next_down(), x);
-            for _ in 0..128 {
-                assert_eq!(s.key(below), k - 1, "key of {below:e} (boundary {x:e})");
-                assert_eq!(s.key(above), k, "key of {above:e} (boundary {x:e})");
-                below = below.next_down();
-                above = above.next_up();
-            }
-        }
-    }
-
-    #[test]
-    fn memo_gives_the_computed_key() {
-        // Values walking up and down through neighbouring bins, repeats, and values outside the
-        // memo range: the memoised key is always the one computed from scratch.
-        let mut s = DdSketch::default();
-        let mut values = Vec::new();
-        let mut x = 5.0;
-        for i in 0..20_000u32 {
-            x *= if i % 7 < 4 { 1.000_37 } else { 0.999_61 };
-            values.push(x);
-            values.push(1000.0 / x);
-            if i % 1000 == 0 {
-                values.extend([2e-9, 3e12, x]);
-            }
-        }
-        for v in values {
-            let want = s.key(v);
-            assert_eq!(s.memo_key(v), want, "{v:e}");
-        }
-    }
-
     #[test]
     fn zeros_and_counts() {
         let mut s = DdSketch::default();
@@ -506,5 +415,39 @@ mod tests {
         }
         assert!(d.num_bins() <= 32);
         assert_eq!(d.count(), 500);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Insertion order does not change any quantile, even when the bin cap collapses the
+        /// lowest bins (the collapse point only ever rises, and every key ends up in
+        /// `max(key, final lowest bin)` whatever the order).
+        #[test]
+        fn order_does_not_change_quantiles_even_when_bins_collapse(
+            values in proptest::collection::vec((0u32..2000, 1u64..4), 1..400),
+            seed in 0u64..1000,
+        ) {
+            let mut forward = DdSketch::new(0.01, 64);
+            let mut scrambled = DdSketch::new(0.01, 64);
+            let xs: Vec<(f64, u64)> = values
+                .iter()
+                .map(|&(q, n)| (if q < 20 { 0.0 } else { (f64::from(q) * 0.01).exp() }, n))
+                .collect();
+            for &(x, n) in &xs {
+                forward.add_n(x, n);
+            }
+            let mut order: Vec<usize> = (0..xs.len()).collect();
+            order.sort_by_key(|&i| (i as u64 * 2_654_435_761 + seed) % 1_000_003);
+            for i in order {
+                scrambled.add_n(xs[i].0, xs[i].1);
+            }
+            proptest::prop_assert!(forward.num_bins() <= 64);
+            proptest::prop_assert_eq!(forward.count(), scrambled.count());
+            for q in 0..=100 {
+                let q = f64::from(q) / 100.0;
+                proptest::prop_assert_eq!(forward.quantile(q), scrambled.quantile(q));
+            }
+        }
     }
 }
