@@ -6,7 +6,8 @@
 //! - `repeating`: as under the polynomial, where a stride repeats one pass duration: a few
 //!   thousand distinct values.
 //!
-//! Run with `cargo bench --bench gaps`. The streams are generated (deterministically) outside the
+//! About nine in ten `distinct` gaps fall in the sketch bin of the one before (97 % in the
+//! bundled trace's AIC run). Run with `cargo bench --bench gaps`. The streams are generated (deterministically) outside the
 //! timed loop.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -37,16 +38,19 @@ fn stream(total: usize, distinct: bool) -> Vec<(f64, u64)> {
     let mut out = Vec::with_capacity(total);
     let mut clock = [0.0f64; 4];
     let mut context = [2_000.0f64; 4];
+    let mut batches = [24u64; 4];
     let mut worker = 0;
     while out.len() < total {
         worker = (worker + 1) % 4;
-        let batch = 1 + rng.below(48);
-        let passes = 2 + rng.below(30) as usize;
+        // A worker's batch drifts by at most one request a stride.
+        batches[worker] = (batches[worker] + rng.below(3)).clamp(2, 49) - 1;
+        let batch = batches[worker];
+        let passes = 2 + rng.below(100) as usize;
         let mut ends = Vec::with_capacity(passes);
         for _ in 0..passes {
             let pass_ms = if distinct {
                 // Interpolated: a smooth function of the batch and the growing context.
-                5.0 + 0.04 * batch as f64 + 0.000_37 * context[worker] * (1.0 + batch as f64).ln()
+                5.0 + 0.04 * batch as f64 + 0.000_02 * context[worker] * (1.0 + batch as f64).ln()
             } else {
                 // Polynomial: one duration per batch size.
                 5.75 + 0.061 * batch as f64
