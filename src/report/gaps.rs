@@ -33,6 +33,7 @@ impl Default for Streamed {
 }
 
 impl Streamed {
+    #[inline]
     fn add(&mut self, v: f64, count: u64) {
         if count == 0 {
             return;

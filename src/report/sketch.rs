@@ -212,6 +212,7 @@ impl DdSketch {
     }
 
     /// Adds `n` samples equal to `v`.
+    #[inline]
     pub fn add_n(&mut self, v: f64, n: u64) {
         debug_assert!(!v.is_nan(), "DDSketch sample is NaN");
         if n == 0 {

@@ -125,6 +125,7 @@ impl ExactMoments {
     }
 
     /// Adds `k` samples equal to `x`.
+    #[inline]
     pub fn add_n(&mut self, x: f64, k: u64) {
         if k == 0 {
             return;
