@@ -173,8 +173,14 @@ impl GapTally {
     fn push(&mut self, bits: u64, count: u64, into: &mut TokenGaps) {
         if self.direct {
             into.add(f64::from_bits(bits), count);
-            return;
+        } else {
+            self.count_value(bits, count, into);
         }
+    }
+
+    /// Out of line: the map's code stays out of the simulation's per-token paths.
+    #[inline(never)]
+    fn count_value(&mut self, bits: u64, count: u64, into: &mut TokenGaps) {
         *self.counts.entry(bits).or_insert(0) += count;
         self.window_values += 1;
         if self.window_values == Self::WINDOW {
