@@ -125,6 +125,11 @@ fn sessions_closed_loop_and_small_budget() {
     check(&format!(
         "{SESSIONS} --num-workers 3 --arrival-speedup-ratio 3 --router-mode kv_router"
     ));
+    // One worker: follow-ups due inside a stride are stamped with the end of the pass it is cut
+    // at, as step by step.
+    check(&format!(
+        "{SESSIONS} --replay-concurrency 4 --extra-engine-args '{{\"block_size\":64}}'"
+    ));
 }
 
 #[test]

@@ -94,6 +94,8 @@ struct Worker {
     /// Passes of the running stride (0 = a single pass is running) and their end times.
     stride_passes: u32,
     stride_ends: Vec<f64>,
+    /// End time of its pending `PassEnd` (meaningful while `busy`).
+    pass_end_at: f64,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
     /// Hand-off steps that reached this worker while it was busy, applied in order when its
@@ -156,6 +158,8 @@ struct Sim<'w> {
     driver: Driver,
     col: Collector,
     now: f64,
+    /// DynoSim's single-worker closed loop (see [`stamps_arrival_at_pass_end`]).
+    arrival_at_pass_end: bool,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -257,6 +261,21 @@ pub fn simulate_bounded(
 
 /// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
 /// synthetic path (spec §3.1), the only one without prompt blocks.
+/// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime in closed loop
+/// (one aggregated worker, one DP rank, no KV router, `--replay-concurrency`). That runtime
+/// alternates "release what is due, run one pass": a request released while a pass runs (a
+/// follow-up turn whose think time ended, a session started when a slot freed) is injected, and
+/// its arrival recorded, at that pass's end, so its TTFT does not include the wait. (Its open-loop
+/// mode records the scheduled time instead, and so does the multi-worker runtime in both modes.)
+fn stamps_arrival_at_pass_end(cfg: &SimConfig) -> bool {
+    cfg.load.replay_concurrency.is_some()
+        && cfg.router_mode != RouterMode::KvRouter
+        && matches!(
+            &cfg.topology,
+            Topology::Aggregated { num_workers: 1, engine } if engine.dp_size <= 1
+        )
+}
+
 fn plans_outputs(w: &Workload) -> bool {
     !w.block_ids.is_empty()
 }
@@ -318,6 +337,7 @@ impl<'w> Sim<'w> {
                     gen: 0,
                     stride_passes: 0,
                     stride_ends: Vec::new(),
+                    pass_end_at: 0.0,
                     pending_reservations: Default::default(),
                     deferred: Vec::new(),
                 });
@@ -439,6 +459,7 @@ impl<'w> Sim<'w> {
             transfer,
             destination_first,
             driver: Driver::new(&cfg.load),
+            arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
             early: EarlyCheck::default(),
@@ -642,6 +663,30 @@ impl<'w> Sim<'w> {
         ))
     }
 
+    /// The arrival time recorded for a request released at `now`: `now`, except in DynoSim's
+    /// single-worker closed loop, which hands released requests to its busy worker only when the
+    /// running pass ends and records them then. (Where the request is scheduled is the same
+    /// either way: a busy worker admits nothing before its pass ends.)
+    fn arrival_stamp(&self) -> f64 {
+        if !self.arrival_at_pass_end {
+            return self.now;
+        }
+        let w = &self.workers[0];
+        if !w.busy {
+            return self.now;
+        }
+        let k = w.stride_passes as usize;
+        if k == 0 {
+            return w.pass_end_at;
+        }
+        // A stride is cut at the first pass boundary at or after `now` (`interrupt_stride`).
+        w.stride_ends[..k]
+            .iter()
+            .copied()
+            .find(|&t| t >= self.now)
+            .unwrap_or(w.pass_end_at)
+    }
+
     fn worker_has_work(&self, wi: usize) -> bool {
         self.workers[wi].ranks.iter().any(|e| e.has_work())
     }
@@ -655,7 +700,7 @@ impl<'w> Sim<'w> {
 
     /// A request becomes visible: record it, route it.
     fn arrive(&mut self, req: u32) {
-        self.col.arrival(req, self.now);
+        self.col.arrival(req, self.arrival_stamp());
         if self.destination_first {
             if self.refuse_oversized_prompt(req, None) {
                 return;
@@ -802,6 +847,7 @@ impl<'w> Sim<'w> {
 
     fn push_pass_end(&mut self, wi: usize, end: f64) {
         self.workers[wi].gen = self.workers[wi].gen.wrapping_add(1);
+        self.workers[wi].pass_end_at = end;
         let gen = self.workers[wi].gen;
         self.push_event(
             end,
