@@ -33,6 +33,7 @@ impl Default for Streamed {
 }
 
 impl Streamed {
+    #[inline]
     fn add(&mut self, v: f64, count: u64) {
         if count == 0 {
             return;
@@ -118,21 +119,36 @@ impl TokenGaps {
     }
 }
 
-/// Tally of gaps by exact value, in front of a [`TokenGaps`]: a run's gaps take far fewer distinct
-/// values than there are gaps (tokens of one pass share a gap, and strides repeat the same pass
-/// duration), and [`TokenGaps`] does not depend on the order or grouping of what it is given, so
-/// equal values are counted here and added once. Bounded: past `MAX_DISTINCT` values the tally
-/// is flushed.
+/// Tally of gaps by exact value, in front of a [`TokenGaps`], which does not depend on the order
+/// or grouping of what it is given. A run of equal gaps (tokens of one pass share a gap) is
+/// always counted once. Beyond that, two regimes:
+/// - few distinct values (polynomial timing: strides repeat the same pass durations): equal
+///   values are counted in a map and added once, in ascending order so that the sketches' key
+///   memos hit. Bounded: past `MAX_DISTINCT` values the map is flushed.
+/// - nearly all values distinct (AIC timing interpolates every pass): the map would only cost;
+///   values go straight through, in arrival order, where consecutive gaps are close together.
+///
+/// The tally starts with the map and looks at each window of `WINDOW` values: when more than
+/// three quarters of them were new to the map, it flushes the map and goes straight for the
+/// rest of the run.
 #[derive(Debug, Clone, Default)]
 pub struct GapTally {
     counts: rustc_hash::FxHashMap<u64, u64>,
     /// The most recent value and its count, before the map (most gaps repeat the last one).
     last: u64,
     last_count: u64,
+    /// Values go straight to the [`TokenGaps`].
+    direct: bool,
+    /// Values tallied in the current window, and the map's size when it began.
+    window_values: u32,
+    window_start_len: usize,
+    /// Scratch for a flush in ascending order.
+    drained: Vec<(u64, u64)>,
 }
 
 impl GapTally {
     const MAX_DISTINCT: usize = 1 << 16;
+    const WINDOW: u32 = 4096;
 
     pub fn new() -> Self {
         Self::default()
@@ -147,27 +163,58 @@ impl GapTally {
             return;
         }
         if self.last_count > 0 {
-            *self.counts.entry(self.last).or_insert(0) += self.last_count;
-            if self.counts.len() >= Self::MAX_DISTINCT {
-                self.flush_map(into);
-            }
+            self.push(self.last, self.last_count, into);
         }
         self.last = bits;
         self.last_count = count;
     }
 
+    #[inline]
+    fn push(&mut self, bits: u64, count: u64, into: &mut TokenGaps) {
+        if self.direct {
+            into.add(f64::from_bits(bits), count);
+        } else {
+            self.count_value(bits, count, into);
+        }
+    }
+
+    /// Out of line: the map's code stays out of the simulation's per-token paths.
+    #[inline(never)]
+    fn count_value(&mut self, bits: u64, count: u64, into: &mut TokenGaps) {
+        *self.counts.entry(bits).or_insert(0) += count;
+        self.window_values += 1;
+        if self.window_values == Self::WINDOW {
+            let new = self.counts.len() - self.window_start_len;
+            if new > Self::WINDOW as usize * 3 / 4 {
+                self.direct = true;
+                self.flush_map(into);
+            }
+            self.window_values = 0;
+            self.window_start_len = self.counts.len();
+        }
+        if self.counts.len() >= Self::MAX_DISTINCT {
+            self.flush_map(into);
+            self.window_start_len = 0;
+        }
+    }
+
     fn flush_map(&mut self, into: &mut TokenGaps) {
-        // Any order gives the same `TokenGaps` (see its docs).
-        for (bits, n) in self.counts.drain() {
+        // Any order gives the same `TokenGaps` (see its docs); ascending bits (ascending values,
+        // gaps being non-negative) keeps neighbouring values together for the key memos.
+        self.drained.extend(self.counts.drain());
+        self.drained.sort_unstable_by_key(|&(bits, _)| bits);
+        for &(bits, n) in &self.drained {
             into.add(f64::from_bits(bits), n);
         }
+        self.drained.clear();
     }
 
     /// Adds everything tallied to `into`.
     pub fn flush(&mut self, into: &mut TokenGaps) {
         if self.last_count > 0 {
-            *self.counts.entry(self.last).or_insert(0) += self.last_count;
+            let (bits, count) = (self.last, self.last_count);
             self.last_count = 0;
+            self.push(bits, count, into);
         }
         self.flush_map(into);
     }
@@ -249,5 +296,84 @@ mod tests {
         );
         assert!(close(x.mean, y.mean, 1e-12) && close(x.std, y.std, 1e-9));
         assert_eq!(a.count(), whole.count());
+    }
+
+    /// Every summary field, bit for bit.
+    fn bits(g: &TokenGaps) -> Vec<u64> {
+        let (a, b) = (g.itl_summary(), g.per_user_throughput_summary());
+        a.entries()
+            .iter()
+            .chain(b.entries().iter())
+            .map(|(_, v)| v.to_bits())
+            .chain([g.count()])
+            .collect()
+    }
+
+    /// Gaps fed through a tally, and the same gaps fed straight in reverse order.
+    fn tallied_and_reversed(gaps: &[(f64, u64)]) -> (TokenGaps, TokenGaps, GapTally) {
+        let mut via_tally = TokenGaps::new();
+        let mut tally = GapTally::new();
+        for &(gap, n) in gaps {
+            tally.add(gap, n, &mut via_tally);
+        }
+        tally.flush(&mut via_tally);
+        let mut reversed = TokenGaps::new();
+        for &(gap, n) in gaps.iter().rev() {
+            reversed.add(gap, n);
+        }
+        (via_tally, reversed, tally)
+    }
+
+    #[test]
+    fn tally_regimes_give_what_any_order_gives() {
+        // Few distinct values, repeated in runs and across them: the map regime.
+        let few: Vec<(f64, u64)> = (0..30_000u32)
+            .map(|i| (5.75 + f64::from(i * 7 % 13) * 0.125, u64::from(i % 4)))
+            .collect();
+        let (a, b, tally) = tallied_and_reversed(&few);
+        assert!(!tally.direct);
+        assert_eq!(bits(&a), bits(&b));
+        // Nearly every value distinct (and zero gaps among them): straight through.
+        let mut x = 5.0;
+        let many: Vec<(f64, u64)> = (0..30_000u32)
+            .map(|i| {
+                x *= if i % 5 < 3 { 1.000_31 } else { 0.999_7 };
+                (if i % 1000 == 0 { 0.0 } else { x }, 1 + u64::from(i % 3))
+            })
+            .collect();
+        let (a, b, tally) = tallied_and_reversed(&many);
+        assert!(tally.direct);
+        assert_eq!(bits(&a), bits(&b));
+        assert_eq!(a.count(), many.iter().map(|g| g.1).sum::<u64>());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// `TokenGaps` is independent of order and grouping (every field, exactly), so the
+        /// tally may regroup and reorder as it likes.
+        #[test]
+        fn order_and_grouping_do_not_change_the_summaries(
+            gaps in proptest::collection::vec((0u32..4000, 0u64..5), 1..3000),
+            seed in 0u64..1000,
+        ) {
+            // Gaps on a coarse grid (so values repeat) spread over five decades, and zeros.
+            let gaps: Vec<(f64, u64)> = gaps
+                .into_iter()
+                .map(|(q, n)| (if q < 40 { 0.0 } else { (f64::from(q) * 0.003).exp() * 1e-2 }, n))
+                .collect();
+            let (a, b, _) = tallied_and_reversed(&gaps);
+            proptest::prop_assert_eq!(bits(&a), bits(&b));
+            // One by one, in a scrambled order.
+            let mut split = TokenGaps::new();
+            let mut order: Vec<usize> = (0..gaps.len()).collect();
+            order.sort_by_key(|&i| (i as u64 * 2_654_435_761 + seed) % 1_000_003);
+            for i in order {
+                for _ in 0..gaps[i].1 {
+                    split.add(gaps[i].0, 1);
+                }
+            }
+            proptest::prop_assert_eq!(bits(&a), bits(&split));
+        }
     }
 }

@@ -111,6 +111,8 @@ pub struct RequestRecord {
 pub mod build;
 pub mod gaps;
 pub mod json;
+mod key_memo;
+mod rounding;
 pub mod sketch;
 pub mod stats;
 pub mod table;

@@ -7,6 +7,8 @@
 //! returns the bin holding the sample of rank `floor(q · (count − 1))` (no exact min/max special
 //! case: callers track those themselves). Insertion of `k` equal values is one O(1) step.
 
+use super::key_memo::KeyMemo;
+
 /// Relative accuracy of the report's sketches.
 pub const DEFAULT_RELATIVE_ACCURACY: f64 = 0.001;
 /// Bin cap of the report's sketches.
@@ -39,7 +41,18 @@ impl Store {
         }
     }
 
+    #[inline]
     fn add(&mut self, key: i32, n: u64) {
+        // Inside the live range nothing grows or collapses: just count.
+        if self.count > 0 && key >= self.min_key && key <= self.max_key {
+            self.bins[(key - self.offset) as usize] += n;
+            self.count += n;
+            return;
+        }
+        self.add_outside(key, n);
+    }
+
+    fn add_outside(&mut self, key: i32, n: u64) {
         if n == 0 {
             return;
         }
@@ -135,6 +148,12 @@ impl Store {
     }
 }
 
+/// Index of a positive value: `ceil(ln v / ln γ)`. Saturating: a finite positive f64 has
+/// |ln v / ln γ| < 2^20 at α = 0.1 %.
+pub(super) fn key_of(v: f64, gamma_ln: f64) -> i32 {
+    super::rounding::ceil_i32(v.ln() / gamma_ln)
+}
+
 /// A DDSketch over non-negative values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DdSketch {
@@ -145,6 +164,8 @@ pub struct DdSketch {
     store: Store,
     zero_count: u64,
     count: u64,
+    /// Finds keys of values near the last one without an `ln`.
+    memo: KeyMemo,
 }
 
 impl Default for DdSketch {
@@ -169,12 +190,17 @@ impl DdSketch {
             store: Store::new(max_bins),
             zero_count: 0,
             count: 0,
+            memo: KeyMemo::new(),
         }
     }
 
     fn key(&self, v: f64) -> i32 {
-        // Saturating cast: a finite positive f64 has |ln v / ln γ| < 2^20 at α = 0.1 %.
-        (v.ln() / self.gamma_ln).ceil() as i32
+        key_of(v, self.gamma_ln)
+    }
+
+    #[cfg(test)]
+    pub(super) fn gamma_ln(&self) -> f64 {
+        self.gamma_ln
     }
 
     fn value(&self, key: i32) -> f64 {
@@ -186,13 +212,14 @@ impl DdSketch {
     }
 
     /// Adds `n` samples equal to `v`.
+    #[inline]
     pub fn add_n(&mut self, v: f64, n: u64) {
         debug_assert!(!v.is_nan(), "DDSketch sample is NaN");
         if n == 0 {
             return;
         }
         if v > MIN_INDEXABLE_VALUE && v.is_finite() {
-            let key = self.key(v);
+            let key = self.memo.key(v, self.gamma_ln);
             self.store.add(key, n);
         } else if v > MIN_INDEXABLE_VALUE {
             // +inf: counted in the bin of the largest finite value.
@@ -389,5 +416,39 @@ mod tests {
         }
         assert!(d.num_bins() <= 32);
         assert_eq!(d.count(), 500);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Insertion order does not change any quantile, even when the bin cap collapses the
+        /// lowest bins (the collapse point only ever rises, and every key ends up in
+        /// `max(key, final lowest bin)` whatever the order).
+        #[test]
+        fn order_does_not_change_quantiles_even_when_bins_collapse(
+            values in proptest::collection::vec((0u32..2000, 1u64..4), 1..400),
+            seed in 0u64..1000,
+        ) {
+            let mut forward = DdSketch::new(0.01, 64);
+            let mut scrambled = DdSketch::new(0.01, 64);
+            let xs: Vec<(f64, u64)> = values
+                .iter()
+                .map(|&(q, n)| (if q < 20 { 0.0 } else { (f64::from(q) * 0.01).exp() }, n))
+                .collect();
+            for &(x, n) in &xs {
+                forward.add_n(x, n);
+            }
+            let mut order: Vec<usize> = (0..xs.len()).collect();
+            order.sort_by_key(|&i| (i as u64 * 2_654_435_761 + seed) % 1_000_003);
+            for i in order {
+                scrambled.add_n(xs[i].0, xs[i].1);
+            }
+            proptest::prop_assert!(forward.num_bins() <= 64);
+            proptest::prop_assert_eq!(forward.count(), scrambled.count());
+            for q in 0..=100 {
+                let q = f64::from(q) / 100.0;
+                proptest::prop_assert_eq!(forward.quantile(q), scrambled.quantile(q));
+            }
+        }
     }
 }

@@ -102,18 +102,22 @@ pub struct ExactMoments {
 
 const SUM_SCALE: f64 = 4_294_967_296.0; // 2^32
 
-/// `v.round() as i128`, through `i64` when it fits (a hardware conversion instead of a software
-/// one; the same value).
+/// `v.round() as i128`, without a libm call (see [`super::rounding`]).
 #[inline]
 fn to_fixed(v: f64) -> i128 {
-    let r = v.round();
-    if r.abs() < 9.0e18 {
-        r as i64 as i128
-    } else {
-        r as i128
-    }
+    super::rounding::round_i128(v)
 }
 const SQ_SCALE: f64 = 4_294_967_296.0; // 2^32
+
+/// `v.saturating_mul(k)`: a plain multiplication when `v` fits in an `i64` (then |v · k| <
+/// 2^127 cannot overflow), as it does for token gaps and throughputs short of 46 000.
+#[inline]
+fn times(v: i128, k: u64) -> i128 {
+    match i64::try_from(v) {
+        Ok(v) => i128::from(v) * i128::from(k),
+        Err(_) => v.saturating_mul(i128::from(k)),
+    }
+}
 
 impl ExactMoments {
     pub fn new() -> Self {
@@ -121,6 +125,7 @@ impl ExactMoments {
     }
 
     /// Adds `k` samples equal to `x`.
+    #[inline]
     pub fn add_n(&mut self, x: f64, k: u64) {
         if k == 0 {
             return;
@@ -128,14 +133,8 @@ impl ExactMoments {
         let v = to_fixed(x * SUM_SCALE);
         let v2 = to_fixed(x * x * SQ_SCALE);
         self.count += k;
-        if k == 1 {
-            self.sum = self.sum.saturating_add(v);
-            self.sum_sq = self.sum_sq.saturating_add(v2);
-        } else {
-            let k128 = k as i128;
-            self.sum = self.sum.saturating_add(v.saturating_mul(k128));
-            self.sum_sq = self.sum_sq.saturating_add(v2.saturating_mul(k128));
-        }
+        self.sum = self.sum.saturating_add(times(v, k));
+        self.sum_sq = self.sum_sq.saturating_add(times(v2, k));
     }
 
     pub fn merge(&mut self, other: &ExactMoments) {
