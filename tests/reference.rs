@@ -390,14 +390,14 @@ fn single_worker_closed_loop_matches_the_reference() {
 /// before the cap ends in full (its completions count), open-loop arrivals up to that pass's end
 /// (or, from an idle worker, at the first arrival past the cap) are counted as requests, and
 /// worker-seconds are one worker × the duration (not the capped time). Open and closed loop,
-/// flat traces and sessions; guards: one worker with two DP ranks (multi-worker runtime) stops
+/// flat traces and sessions, vLLM, SGLang and TRT-LLM; guards: one worker with two DP ranks (multi-worker runtime) stops
 /// at the first timestamp past the cap, and uncapped open-loop runs (Poisson, synthetic
 /// sessions, Mooncake sessions) on one worker.
 #[test]
 fn single_worker_runtime_matches_the_reference() {
     reference_table_matches_with(
         "single",
-        12,
+        14,
         &["num_requests", "decode_worker_seconds", "gpu_hours"],
     );
 }
