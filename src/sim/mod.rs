@@ -261,8 +261,6 @@ pub fn simulate_bounded(
     Ok(Ok(sim.finish(wall_ms)))
 }
 
-/// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
-/// synthetic path (spec §3.1), the only one without prompt blocks.
 /// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime in closed loop
 /// (one aggregated worker, one DP rank, no KV router, `--replay-concurrency`). That runtime
 /// alternates "release what is due, run one pass": a request released while a pass runs (a
@@ -285,6 +283,8 @@ fn single_runtime(cfg: &SimConfig) -> bool {
         )
 }
 
+/// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
+/// synthetic path (spec §3.1), the only one without prompt blocks.
 fn plans_outputs(w: &Workload) -> bool {
     !w.block_ids.is_empty()
 }
@@ -490,26 +490,15 @@ impl<'w> Sim<'w> {
         let cap = self.cfg.max_sim_time_ms;
         let mut capped = false;
         loop {
-            let t_arr = if capped {
-                None
-            } else {
-                self.driver.next_time()
-            };
-            let t_ev = self.heap.peek().map(|e| e.time);
-            let now = match (t_arr, t_ev) {
-                (None, None) => {
-                    if let Some(wi) = (0..self.workers.len()).find(|&i| {
-                        self.worker_has_work(i) || !self.workers[i].pending_reservations.is_empty()
-                    }) {
-                        if !capped {
-                            return Err(self.dead_end(wi));
-                        }
+            let Some(now) = self.next_time(!capped) else {
+                if let Some(wi) = (0..self.workers.len()).find(|&i| {
+                    self.worker_has_work(i) || !self.workers[i].pending_reservations.is_empty()
+                }) {
+                    if !capped {
+                        return Err(self.dead_end(wi));
                     }
-                    break;
                 }
-                (Some(a), None) => a,
-                (None, Some(e)) => e,
-                (Some(a), Some(e)) => a.min(e),
+                break;
             };
             if let Some(c) = cap {
                 if now > c && !capped {
@@ -526,12 +515,7 @@ impl<'w> Sim<'w> {
             }
             self.now = now;
             loop {
-                let mut changed = false;
-                while self.heap.peek().is_some_and(|e| e.time <= now) {
-                    let ev = self.heap.pop().expect("peeked");
-                    self.apply_event(ev);
-                    changed = true;
-                }
+                let mut changed = self.apply_events_through(now);
                 if !capped {
                     while let Some(req) = self.driver.pop_due(now) {
                         self.arrive(req);
@@ -557,11 +541,37 @@ impl<'w> Sim<'w> {
         Ok(())
     }
 
+    /// The earliest pending timestamp: the next event, or the next arrival if `arrivals` and it
+    /// is earlier; `None` when nothing is pending.
+    fn next_time(&self, arrivals: bool) -> Option<f64> {
+        let t_arr = if arrivals {
+            self.driver.next_time()
+        } else {
+            None
+        };
+        let t_ev = self.heap.peek().map(|e| e.time);
+        match (t_arr, t_ev) {
+            (Some(a), Some(e)) => Some(a.min(e)),
+            (a, e) => a.or(e),
+        }
+    }
+
+    /// Applies every event due at or before `now`, in order; whether there was any.
+    fn apply_events_through(&mut self, now: f64) -> bool {
+        let mut any = false;
+        while self.heap.peek().is_some_and(|e| e.time <= now) {
+            let ev = self.heap.pop().expect("peeked");
+            self.apply_event(ev);
+            any = true;
+        }
+        any
+    }
+
     /// The time cap on DynoSim's single-worker runtime, which checks it only between its steps
     /// ("release what is due, run one pass" or "jump to the next arrival"): once the clock is
-    /// past the cap at `next` (the next timestamp), the pass that started before the cap still ends in full (its
-    /// completions count, and its end is the run's duration), and in open loop every arrival up
-    /// to the end of that step is recorded (those after the cap stay incomplete; after an idle
+    /// past the cap at `next` (the next timestamp), the pass that started before the cap still
+    /// ends in full (its completions count, and its end is the run's duration), and in open loop
+    /// every arrival up to the end of that step is recorded (those after the cap stay incomplete; after an idle
     /// jump, the arrivals at the jump's time). In closed loop nothing is released after the cap.
     /// The multi-worker runtime instead stops at the first timestamp past the cap, without the
     /// completions of passes that end after it.
@@ -572,28 +582,13 @@ impl<'w> Sim<'w> {
         } else {
             next
         };
-        loop {
-            let t_arr = if open_loop {
-                self.driver.next_time()
-            } else {
-                None
-            };
-            let t_ev = self.heap.peek().map(|e| e.time);
-            let now = match (t_arr, t_ev) {
-                (None, None) => break,
-                (Some(a), None) => a,
-                (None, Some(e)) => e,
-                (Some(a), Some(e)) => a.min(e),
-            };
+        while let Some(now) = self.next_time(open_loop) {
             if now > last {
                 break;
             }
             debug_assert!(now > cap);
             self.now = now;
-            while self.heap.peek().is_some_and(|e| e.time <= now) {
-                let ev = self.heap.pop().expect("peeked");
-                self.apply_event(ev);
-            }
+            self.apply_events_through(now);
             if open_loop {
                 while let Some(req) = self.driver.pop_due(now) {
                     self.arrive(req);
