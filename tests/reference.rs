@@ -199,11 +199,11 @@ fn reference_table_matches_with(table: &str, min_cases: usize, also: &[&str]) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Further configurations: other worker counts, engine args (preemption, DP ranks, max_model_len,
-/// chunked prefill off, speed-ups), Poisson arrivals, SLA goodput, eviction, non-dividing block
-/// sizes, arrival speed-up, the simulated-time cap, disaggregated round robin (also on the
-/// simple synthetic path, where the prefill copy emits a single token), multi-turn
-/// sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
+/// Further configurations: other worker counts, engine args (preemption with either victim
+/// order, DP ranks, max_model_len, chunked prefill off, speed-ups), Poisson arrivals, SLA
+/// goodput, eviction, non-dividing block sizes, arrival speed-up, the simulated-time cap,
+/// disaggregated round robin (also on the simple synthetic path, where the prefill copy emits a
+/// single token), multi-turn sessions in open and closed loop. Reference reports were produced by DynoSim 1.4.2.
 #[test]
 fn further_configurations_match_the_reference() {
     reference_table_matches("extra", 15);

@@ -101,6 +101,8 @@ enum Sched {
     /// Nothing to compute (e.g. a prebuilt prompt waiting to sample).
     Idle,
     Blocked,
+    /// The sequence was itself chosen as the preemption victim (it left the running queue).
+    CurrentPreempted,
 }
 
 /// One engine instance.
@@ -433,7 +435,6 @@ impl<M: LatencyModel> Engine<M> {
         budget: &mut u64,
         acc: &mut (u64, u64, u64),
         prompt: &[u32],
-        running_pos: Option<&mut usize>,
         preempted: &mut u32,
     ) -> Sched {
         let bs = self.block_size;
@@ -459,7 +460,6 @@ impl<M: LatencyModel> Engine<M> {
             return Sched::Blocked;
         }
         let target_blocks = (eff_before + take).div_ceil(bs);
-        let mut pos = running_pos;
         loop {
             let need = target_blocks.saturating_sub(self.held_blocks(s));
             if self.pool.allocate(need) {
@@ -476,15 +476,10 @@ impl<M: LatencyModel> Engine<M> {
                 PreemptionMode::Fifo => 0,
             };
             let victim = self.running.remove(vi);
-            if let Some(p) = pos.as_deref_mut() {
-                if vi < *p {
-                    *p -= 1;
-                }
-            }
             self.preempt(victim, budget, acc);
             *preempted += 1;
             if victim == s {
-                return Sched::Blocked;
+                return Sched::CurrentPreempted;
             }
         }
         let new_computed = eff_before + take;
@@ -726,28 +721,30 @@ impl<M: LatencyModel> Engine<M> {
         let mut acc = (0u64, 0u64, 0u64);
         let mut preempted = 0u32;
 
-        // 1. Running sequences first.
+        // 1. Running sequences first, by index as DynoSim 1.4.2 walks them: a victim leaves the
+        // running queue where it stands and the index is not adjusted, so after a `fifo` victim
+        // ahead of the current sequence the next one in line waits for the next pass, and after
+        // the current sequence itself is the victim its successor is scheduled next.
         let mut i = 0usize;
         while i < self.running.len() && budget > 0 {
             let s = self.running[i];
             let req = self.seqs[s as usize].req;
-            let mut pos = i;
             match self.schedule(
                 s,
                 0,
                 &mut budget,
                 &mut acc,
                 prompts.sequence_of(req),
-                Some(&mut pos),
                 &mut preempted,
             ) {
                 Sched::Scheduled => {
                     // Computed tokens are progress even when the pass takes no time (a decode
                     // worker recomputing a preempted prompt, chunk by chunk).
                     out.progressed = true;
-                    i = pos + 1;
+                    i += 1;
                 }
-                Sched::Idle => i = pos + 1,
+                Sched::Idle => i += 1,
+                Sched::CurrentPreempted => {}
                 Sched::Blocked => break,
             }
         }
@@ -843,10 +840,10 @@ impl<M: LatencyModel> Engine<M> {
                     &mut budget,
                     &mut acc,
                     prompt,
-                    None,
                     &mut preempted,
                 );
-                if let Sched::Blocked = res {
+                // (A waiting sequence is not in the running queue: it is never the victim.)
+                if matches!(res, Sched::Blocked | Sched::CurrentPreempted) {
                     // Give the hits back and stop admitting.
                     if !prebuilt {
                         let exposed = self.seqs[s as usize].exposed;
