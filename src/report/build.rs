@@ -72,9 +72,7 @@ pub fn build_report(
     );
 
     // Static worker pools: every worker is up for the whole run.
-    let span_s = totals
-        .worker_span_ms
-        .map_or(duration_s, |ms| (ms / 1000.0).max(1e-9));
+    let span_s = totals.worker_span_ms.map_or(duration_s, |ms| ms / 1000.0);
     let prefill_ws = f64::from(totals.num_prefill_workers) * span_s;
     let decode_ws = f64::from(totals.num_decode_workers) * span_s;
     r.set_float("prefill_worker_seconds", prefill_ws);

@@ -70,8 +70,9 @@ pub struct RunTotals {
     pub prefill_gpus_per_worker: u32,
     pub decode_gpus_per_worker: u32,
     pub sla: crate::config::Sla,
-    /// Simulated time the workers were up, when it is not the last token's time: a capped run
-    /// stops at its last event within the cap (DynoSim integrates worker-seconds up to it).
+    /// Simulated time the workers were up, when it is not the last token's time (with its
+    /// 1e-9 s floor): DynoSim's multi-worker runtime integrates worker-seconds over its clock,
+    /// up to its last event (within the cap for a capped run).
     pub worker_span_ms: Option<f64>,
 }
 

@@ -509,7 +509,7 @@ impl<'w> Sim<'w> {
                     // Soft cap: running passes finish, nothing new starts.
                     capped = true;
                     self.col.stop_completions();
-                    self.capped_at = Some(self.now);
+                    self.capped_at = Some(self.last_timestamp_within(c));
                     continue;
                 }
             }
@@ -554,6 +554,18 @@ impl<'w> Sim<'w> {
             (Some(a), Some(e)) => Some(a.min(e)),
             (a, e) => a.or(e),
         }
+    }
+
+    /// DynoSim's clock when its multi-worker runtime stops at the time cap `cap`: its last
+    /// timestamp within the cap, the current one or a pass end inside a running stride (DynoSim
+    /// steps through those passes one by one).
+    fn last_timestamp_within(&self, cap: f64) -> f64 {
+        self.workers
+            .iter()
+            .filter(|w| w.stride_passes > 0)
+            .flat_map(|w| w.stride_ends[..w.stride_passes as usize].iter().copied())
+            .filter(|&t| t <= cap)
+            .fold(self.now, f64::max)
     }
 
     /// Applies every event due at or before `now`, in order; whether there was any.
@@ -1352,7 +1364,15 @@ impl<'w> Sim<'w> {
             prefill_gpus_per_worker: pg,
             decode_gpus_per_worker: dg,
             sla: self.cfg.sla,
-            worker_span_ms: self.capped_at,
+            // The multi-worker runtime integrates worker-seconds over its clock, which ends at
+            // its last event (a rejected arrival may come after the last completion; a run
+            // that completes nothing ends at its last arrival, or at 0); the single-worker
+            // runtime counts the duration.
+            worker_span_ms: if self.single_runtime {
+                None
+            } else {
+                Some(self.capped_at.unwrap_or(self.now))
+            },
         };
         self.col.finish(self.w, totals)
     }
