@@ -7,7 +7,7 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
-use super::timing::LatencyModel;
+use super::timing::{pass_time, LatencyModel};
 use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::workload::sharing::PromptBlocks;
@@ -22,22 +22,6 @@ const LPM_DUPLICATE_TOKENS: u32 = 32;
 const INIT_NEW_TOKEN_RATIO: f64 = 0.7;
 const MIN_NEW_TOKEN_RATIO_FACTOR: f64 = 0.14;
 const NEW_TOKEN_RATIO_DECAY_STEPS: f64 = 600.0;
-
-/// A predicted prefill or decode time as DynoSim's SGLang scheduler keeps it: a `Duration`
-/// (whole nanoseconds, rounded), divided by a positive speed-up ratio and rounded again. The
-/// rounding matters only where two events are nanoseconds apart (e.g. a hand-off's source held
-/// just before or after its decode worker's pass end), which long runs do meet.
-fn pass_time(t_ms: f64, ratio: f64) -> f64 {
-    use std::time::Duration;
-    if t_ms.is_nan() || t_ms <= 0.0 {
-        return 0.0;
-    }
-    let mut d = Duration::from_secs_f64(t_ms / 1000.0);
-    if ratio > 0.0 && !d.is_zero() {
-        d = Duration::from_secs_f64(d.as_secs_f64() / ratio);
-    }
-    d.as_secs_f64() * 1000.0
-}
 
 #[derive(Debug, Clone, Default)]
 struct Req {

@@ -9,7 +9,7 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
-use super::timing::{scaled, LatencyModel};
+use super::timing::{pass_time, LatencyModel};
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
@@ -539,14 +539,10 @@ impl<M: LatencyModel> Engine<M> {
         let bs = self.block_size as u64;
         let active_kv = active_blocks as u64 * bs;
         let total_kv = self.pool.capacity() as u64 * bs;
-        let ratio = if self.args.speedup_ratio > 0.0 && self.args.decode_speedup_ratio > 0.0 {
-            self.args.speedup_ratio * self.args.decode_speedup_ratio
-        } else if self.args.speedup_ratio > 0.0 {
-            self.args.speedup_ratio
-        } else {
-            self.args.decode_speedup_ratio
-        };
-        scaled(
+        // DynoSim divides by the product of the two ratios, and not at all when it is ≤ 0 (a
+        // zero `speedup_ratio` also turns off `decode_speedup_ratio`).
+        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
+        pass_time(
             self.model.decode_ms(ready, active_kv, context, total_kv),
             ratio,
         )
@@ -872,7 +868,7 @@ impl<M: LatencyModel> Engine<M> {
         if acc.0 > 0 && !is_decode {
             let mean_isl = acc.1 / acc.0;
             let mean_prefix = acc.2 / acc.0;
-            prefill_ms = scaled(
+            prefill_ms = pass_time(
                 self.model.prefill_ms(acc.0, mean_isl, mean_prefix),
                 self.args.speedup_ratio,
             );

@@ -55,11 +55,18 @@ impl Streamed {
         if self.moments.count() == 0 {
             return Summary::default();
         }
+        // Equal samples: exactly that value and no spread, as a floating-point Welford (DynoSim's)
+        // gives, where the fixed-point sums would leave their rounding.
+        let (mean, std) = if self.min == self.max {
+            (self.min, 0.0)
+        } else {
+            (self.moments.mean(), self.moments.std())
+        };
         let mut s = Summary {
-            mean: self.moments.mean(),
+            mean,
             min: self.min,
             max: self.max,
-            std: self.moments.std(),
+            std,
             ..Summary::default()
         };
         for (name, p) in PERCENTILES {

@@ -897,9 +897,7 @@ impl<'w> Sim<'w> {
             } else if self.opts.strides && self.start_stride(wi) {
                 return;
             }
-            let dur = self.run_pass(wi);
-            if dur > 0.0 {
-                let end = self.now + dur;
+            if let Some(end) = self.run_pass(wi) {
                 self.push_pass_end(wi, end);
                 return;
             }
@@ -1033,11 +1031,14 @@ impl<'w> Sim<'w> {
         }
     }
 
-    /// Computes one pass of every rank of a worker at `now`; returns its duration.
-    fn run_pass(&mut self, wi: usize) -> f64 {
+    /// Computes one pass of every rank of a worker at `now`; returns its end, or `None` for a
+    /// pass that takes no time. A rank's pass ends at `(now + prefill) + decode`, added in
+    /// DynoSim's order (its tokens are stamped at the decode start plus the decode time), so
+    /// that times agree to the last bit.
+    fn run_pass(&mut self, wi: usize) -> Option<f64> {
         let now = self.now;
         let worker = &mut self.workers[wi];
-        let mut dur = 0.0f64;
+        let mut end: Option<f64> = None;
         let mut progressed = false;
         if worker.role == Role::Decode {
             let pending = !worker.pending_reservations.is_empty();
@@ -1047,7 +1048,10 @@ impl<'w> Sim<'w> {
             let out = &mut worker.outputs[rank];
             if engine.has_work() {
                 let d = engine.step(&self.prompts, out);
-                dur = dur.max(d);
+                if d > 0.0 {
+                    let rank_end = (now + out.prefill_ms) + out.decode_ms;
+                    end = Some(end.map_or(rank_end, |e: f64| e.max(rank_end)));
+                }
                 progressed |= out.progressed;
             } else {
                 out.clear();
@@ -1066,7 +1070,7 @@ impl<'w> Sim<'w> {
         if !self.workers[wi].ranks[0].events_at_pass_end() {
             self.deliver_kv_events(wi);
         }
-        dur
+        end
     }
 
     /// Hands the KV events of a worker's engines to its pool's KV router.

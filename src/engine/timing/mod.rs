@@ -249,6 +249,29 @@ impl TimingLoader {
     }
 }
 
+/// A predicted prefill or decode time as DynoSim's schedulers (vLLM, TRT-LLM and SGLang) keep
+/// it: a `Duration` (whole nanoseconds, rounded), divided by a positive speed-up ratio and
+/// rounded again (ratios ≤ 0: no scaling). The nanoseconds add up over a run's passes (tens of
+/// ns over a hundred passes, enough to move a pooled gap across a sketch bin) and decide
+/// whether events nanoseconds apart come before or after each other. A time too large for a
+/// `Duration` is kept unrounded.
+pub fn pass_time(t_ms: f64, ratio: f64) -> f64 {
+    use std::time::Duration;
+    if t_ms.is_nan() || t_ms <= 0.0 {
+        return 0.0;
+    }
+    let Ok(mut d) = Duration::try_from_secs_f64(t_ms / 1000.0) else {
+        return scaled(t_ms, ratio);
+    };
+    if ratio > 0.0 && !d.is_zero() {
+        match Duration::try_from_secs_f64(d.as_secs_f64() / ratio) {
+            Ok(r) => d = r,
+            Err(_) => return d.as_secs_f64() * 1000.0 / ratio,
+        }
+    }
+    d.as_secs_f64() * 1000.0
+}
+
 /// Applies a speed-up divisor; ratios ≤ 0 mean "no scaling" (spec §4.9.5).
 #[inline]
 pub fn scaled(t_ms: f64, ratio: f64) -> f64 {
