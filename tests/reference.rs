@@ -94,10 +94,15 @@ fn run(args: &str, dir: &Path) -> Value {
     load(&out)
 }
 
-fn check(name: &str, args: &str, reference: &Path) {
+/// `strict`: every field to 1e-6 ([`compare_all`]); otherwise the standard tolerances.
+fn check(name: &str, args: &str, reference: &Path, strict: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ours = run(args, dir.path());
-    let bad = compare(&ours, &load(reference));
+    let bad = if strict {
+        compare_all(&ours, &load(reference))
+    } else {
+        compare(&ours, &load(reference))
+    };
     assert!(bad.is_empty(), "{name}: {}", bad.join("; "));
 }
 
@@ -132,9 +137,11 @@ fn tutorial(n: u32) -> String {
     }
 }
 
+/// V1-V3 are deterministic in DynoSim and checked field by field; V4 and V5 route with the KV
+/// router over 4 targets, whose cost ties DynoSim breaks at random.
 fn tutorial_case(n: u32) {
     let reference = root().join(format!("tests/data/reference/V{n}.json"));
-    check(&format!("V{n}"), &tutorial(n), &reference);
+    check(&format!("V{n}"), &tutorial(n), &reference, n <= 3);
 }
 
 #[test]
@@ -164,14 +171,11 @@ fn v5_conversation_trace_disaggregated() {
 
 /// Runs every case of `tests/data/reference/<table>/cases.tsv` (name TAB flags; the words
 /// TRACES, FMT and PROFILES stand for the test-data folders) and compares each report with the
-/// reference's `<name>.json` there; at least `min_cases` must be checked in.
-fn reference_table_matches(table: &str, min_cases: usize) {
-    reference_table_matches_with(table, min_cases, &[]);
-}
-
-/// [`reference_table_matches`] that also checks `also` (report keys outside the standard
-/// tolerances) to a relative 1e-6.
-fn reference_table_matches_with(table: &str, min_cases: usize, also: &[&str]) {
+/// reference's `<name>.json` there; at least `min_cases` must be checked in. Every numeric
+/// field of the report is checked to a relative 1e-6 ([`compare_all`]), except in the cases
+/// named in `loose`, where DynoSim itself is not deterministic (KV-router cost ties broken at
+/// random): those get the standard tolerances ([`compare`]).
+fn reference_table_matches(table: &str, min_cases: usize, loose: &[&str]) {
     let dir = root().join("tests/data/reference").join(table);
     let cases = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
     let folder = |f: &str| root().join("tests/data").join(f).display().to_string();
@@ -186,20 +190,50 @@ fn reference_table_matches_with(table: &str, min_cases: usize, also: &[&str]) {
         let tmp = tempfile::tempdir().unwrap();
         let ours = run(&args, tmp.path());
         let reference = load(&dir.join(format!("{name}.json")));
-        let mut bad = compare(&ours, &reference);
-        for k in also {
-            let (o, r) = (ours[k].as_f64().unwrap(), reference[k].as_f64().unwrap());
-            if (o - r).abs() > 1e-6 * r.abs().max(1e-9) {
-                bad.push(format!("{k}: ours {o} reference {r}"));
-            }
-        }
+        let bad = if loose.contains(&name) {
+            compare(&ours, &reference)
+        } else {
+            compare_all(&ours, &reference)
+        };
         if !bad.is_empty() {
             failures.push(format!("{name}: {}", bad.join("; ")));
         }
         n += 1;
     }
     assert!(n >= min_cases, "expected the checked-in cases, found {n}");
+    for name in loose {
+        assert!(
+            cases.lines().any(|l| l.split('\t').next() == Some(name)),
+            "{name} is not a case of {table}"
+        );
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every numeric field of the reference report to a relative 1e-6 (counts exactly), but for
+/// host wall-clock speeds; a standard deviation relative to its mean, as a near-zero spread is
+/// floating-point noise in both programs.
+fn compare_all(ours: &Value, reference: &Value) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (k, r) in reference.as_object().unwrap() {
+        let Some(r) = r.as_f64() else { continue };
+        if k == "wall_time_ms" || k.starts_with("processed_") {
+            continue;
+        }
+        let Some(o) = ours[k].as_f64() else {
+            bad.push(format!("{k}: missing"));
+            continue;
+        };
+        let mut scale = r.abs();
+        if let Some(metric) = k.strip_prefix("std_") {
+            let mean = reference[format!("mean_{metric}")].as_f64().unwrap_or(0.0);
+            scale = scale.max(mean.abs());
+        }
+        if (o - r).abs() > 1e-6 * scale.max(1e-9) {
+            bad.push(format!("{k}: ours {o} reference {r}"));
+        }
+    }
+    bad
 }
 
 /// Further configurations: other worker counts, engine args (preemption with either victim
@@ -207,17 +241,13 @@ fn reference_table_matches_with(table: &str, min_cases: usize, also: &[&str]) {
 /// goodput, eviction, non-dividing block sizes, arrival speed-up, the simulated-time cap,
 /// disaggregated round robin (also on the simple synthetic path, where the prefill copy emits a
 /// single token), multi-turn sessions in open and closed loop, runs that reject every request.
-/// Reference reports were produced by DynoSim 1.4.2. Worker-seconds are checked to 1e-6:
-/// DynoSim's multi-worker runtime integrates them over its clock up to its last event (a
-/// rejected arrival after the last completion; under the time cap, a pass end inside one of
-/// dynosim's decode strides).
+/// Reference reports were produced by DynoSim 1.4.2. Worker-seconds among the rest: DynoSim's
+/// multi-worker runtime integrates them over its clock up to its last event (a rejected arrival
+/// after the last completion; under the time cap, a pass end inside one of dynosim's decode
+/// strides).
 #[test]
 fn further_configurations_match_the_reference() {
-    reference_table_matches_with(
-        "extra",
-        15,
-        &["prefill_worker_seconds", "decode_worker_seconds"],
-    );
+    reference_table_matches("extra", 15, &[]);
 }
 
 /// Measured timing profiles (`planner_profile_data`, NPZ): the shared H200-like example and a
@@ -227,7 +257,7 @@ fn further_configurations_match_the_reference() {
 /// were produced by DynoSim 1.4.2 with the same NPZ files.
 #[test]
 fn measured_profiles_match_the_reference() {
-    reference_table_matches("profiles", 8);
+    reference_table_matches("profiles", 8, &["npz_conv_kv"]);
 }
 
 /// Every trace format (dynamo shards and agentic sessions, agentic_mooncake dependencies,
@@ -240,7 +270,7 @@ fn measured_profiles_match_the_reference() {
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]
 fn trace_formats_and_trtllm_match_the_reference() {
-    reference_table_matches("formats", 32);
+    reference_table_matches("formats", 32, &[]);
 }
 
 #[test]
@@ -393,7 +423,7 @@ fn records_match(table: &str, name: &str, key: &[&str], fields: &[&str]) {
 /// ranks and two workers record the ready time; flat closed-loop traces were never affected.
 #[test]
 fn single_worker_closed_loop_matches_the_reference() {
-    reference_table_matches("closedloop", 14);
+    reference_table_matches("closedloop", 14, &[]);
 }
 
 /// DynoSim's single-worker runtime (one aggregated worker, one DP rank, no KV router) under
@@ -406,11 +436,7 @@ fn single_worker_closed_loop_matches_the_reference() {
 /// sessions, Mooncake sessions) on one worker.
 #[test]
 fn single_worker_runtime_matches_the_reference() {
-    reference_table_matches_with(
-        "single",
-        14,
-        &["num_requests", "decode_worker_seconds", "gpu_hours"],
-    );
+    reference_table_matches("single", 14, &[]);
 }
 
 /// Per request, for the mooncake-delta sessions on one worker at concurrency 4: arrival, first
@@ -445,7 +471,7 @@ fn single_worker_closed_loop_records_match_the_reference() {
 /// 20 ns before its decode worker's pass end is activated at that end, not one pass later).
 #[test]
 fn sglang_configurations_match_the_reference() {
-    reference_table_matches("sglang", 24);
+    reference_table_matches("sglang", 24, &[]);
 }
 
 /// Disaggregated SGLang where DynoSim 1.4.2 loops for ever (breadth §1.10, checked: killed after
