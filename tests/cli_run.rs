@@ -383,3 +383,43 @@ fn help_lists_the_dynosim_flags() {
         assert!(help.contains(flag), "help lacks {flag}");
     }
 }
+
+/// DynoSim 1.4.2 runs agentic traces to completion whatever `--max-sim-time-seconds` says
+/// (`tests/reference.rs` checks the numbers); dynosim does the same and says so, for a flat
+/// trace it says nothing.
+#[test]
+fn a_time_cap_on_an_agentic_trace_is_ignored_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("trace.jsonl"), TRACE).unwrap();
+    let agentic =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/formats/conv_agentic.jsonl.gz");
+    let run = |args: &[&str]| {
+        let assert = cargo_bin_cmd!("dynosim")
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "--max-sim-time-seconds",
+                "20",
+                "--report-json",
+                "r.json",
+            ])
+            .args(args)
+            .assert()
+            .success();
+        String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+    };
+    let warned = run(&[
+        "--trace-format",
+        "agentic_mooncake",
+        agentic.to_str().unwrap(),
+    ]);
+    assert!(
+        warned.contains("--max-sim-time-seconds is ignored for agentic traces"),
+        "{warned}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert!(report["duration_ms"].as_f64().unwrap() > 20_000.0);
+    let flat = run(&["trace.jsonl"]);
+    assert!(!flat.contains("ignored"), "{flat}");
+}

@@ -246,6 +246,16 @@ pub fn simulate_bounded(
     bounds: &[StopBound],
 ) -> Result<Result<SimOutput, Stopped>, SimError> {
     let started = std::time::Instant::now();
+    let uncapped;
+    let cfg = if ignores_time_cap(workload) && cfg.max_sim_time_ms.is_some() {
+        uncapped = SimConfig {
+            max_sim_time_ms: None,
+            ..cfg.clone()
+        };
+        &uncapped
+    } else {
+        cfg
+    };
     let bs = cfg.topology.block_size().max(1);
     let prompts = match prompts {
         Some(p) if p.block_size() == bs => Cow::Borrowed(p),
@@ -260,6 +270,18 @@ pub fn simulate_bounded(
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(Ok(sim.finish(wall_ms)))
 }
+
+/// Whether DynoSim 1.4.2 ignores `--max-sim-time-seconds` for this workload: agentic traces
+/// (`agentic_mooncake`, agentic `dynamo` request traces) take a replay entry point without the
+/// time cap and run to completion. dynosim does the same (and says so: [`TIME_CAP_IGNORED`]).
+pub fn ignores_time_cap(w: &Workload) -> bool {
+    w.dependencies.is_agentic()
+}
+
+/// The warning for a time cap on an agentic trace.
+pub const TIME_CAP_IGNORED: &str = "--max-sim-time-seconds is ignored for agentic traces \
+     (agentic_mooncake, agentic dynamo request traces), as DynoSim 1.4.2 ignores it: the \
+     simulation runs to completion";
 
 /// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime in closed loop
 /// (one aggregated worker, one DP rank, no KV router, `--replay-concurrency`). That runtime
