@@ -265,7 +265,8 @@ fn measured_profiles_match_the_reference() {
 /// prompts hold earlier outputs, over several engine and trace block sizes) and the TRT-LLM engine
 /// (GUARANTEED_NO_EVICT admission, rejections, clamped outputs, a fully cached prompt behind a
 /// spent token budget), with round robin and kv_router
-/// (two targets, where DynoSim is deterministic), arrival speed-up, `--replay-concurrency` and
+/// (two targets, where DynoSim is deterministic; also without prefix caching, where the router
+/// sees no KV events), arrival speed-up, `--replay-concurrency` and
 /// disaggregation where DynoSim allows them, and with NPZ timing. Inputs are in `tests/data/formats/` (derived from
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]

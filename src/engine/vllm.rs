@@ -138,7 +138,9 @@ impl<M: LatencyModel> Engine<M> {
             },
             args: args.clone(),
             model,
-            pool: KvPool::new(cap, record_kv_events),
+            // Without prefix caching DynoSim's engine publishes no KV events (its blocks carry
+            // random hashes): the KV router never sees an overlap.
+            pool: KvPool::new(cap, record_kv_events && args.enable_prefix_caching),
             seqs: Vec::new(),
             free_seqs: Vec::new(),
             waiting: VecDeque::new(),
