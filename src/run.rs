@@ -727,7 +727,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }
-    if plan.sim.max_sim_time_ms.is_some() && crate::sim::ignores_time_cap(&workload) {
+    if crate::sim::ignores_time_cap(&workload, &plan.sim) {
         eprintln!("warning: {}", crate::sim::TIME_CAP_IGNORED);
     }
     for w in plan

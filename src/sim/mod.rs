@@ -247,7 +247,7 @@ pub fn simulate_bounded(
 ) -> Result<Result<SimOutput, Stopped>, SimError> {
     let started = std::time::Instant::now();
     let uncapped;
-    let cfg = if ignores_time_cap(workload) && cfg.max_sim_time_ms.is_some() {
+    let cfg = if ignores_time_cap(workload, cfg) {
         uncapped = SimConfig {
             max_sim_time_ms: None,
             ..cfg.clone()
@@ -271,11 +271,11 @@ pub fn simulate_bounded(
     Ok(Ok(sim.finish(wall_ms)))
 }
 
-/// Whether DynoSim 1.4.2 ignores `--max-sim-time-seconds` for this workload: agentic traces
+/// Whether `cfg` sets a time cap that DynoSim 1.4.2 ignores for this workload: agentic traces
 /// (`agentic_mooncake`, agentic `dynamo` request traces) take a replay entry point without the
 /// time cap and run to completion. dynosim does the same (and says so: [`TIME_CAP_IGNORED`]).
-pub fn ignores_time_cap(w: &Workload) -> bool {
-    w.dependencies.is_agentic()
+pub fn ignores_time_cap(w: &Workload, cfg: &SimConfig) -> bool {
+    cfg.max_sim_time_ms.is_some() && w.dependencies.is_agentic()
 }
 
 /// The warning for a time cap on an agentic trace.

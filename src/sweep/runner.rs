@@ -689,9 +689,10 @@ pub(crate) fn run_with(
         }
         workloads.push(w);
     }
-    if tasks.iter().any(|t| {
-        t.config.max_sim_time_ms.is_some() && crate::sim::ignores_time_cap(&workloads[t.workload])
-    }) {
+    if tasks
+        .iter()
+        .any(|t| crate::sim::ignores_time_cap(&workloads[t.workload], &t.config))
+    {
         eprintln!("dynosim: warning: {}", crate::sim::TIME_CAP_IGNORED);
     }
     // Loaded workloads are judged on their exact shareable prompt blocks, which depend on the
