@@ -647,6 +647,51 @@ mod tests {
     }
 
     #[test]
+    fn parsing_reads_no_file_and_compiles_nothing() {
+        // A profile that does not exist and an AIC engine no Python could compile both parse:
+        // they are plain data until loaded.
+        let p = parse_engine_args(
+            &json!({"planner_profile_data": "no/such/profile.npz", "aic_backend": "vllm",
+                    "aic_model_path": "m", "aic_backend_version": "0", "num_gpu_blocks": 10}),
+            F,
+        )
+        .unwrap();
+        assert_eq!(p.timing().profile.as_deref(), Some("no/such/profile.npz"));
+        assert_eq!(p.timing().aic.as_ref().unwrap().engine.model_path, "m");
+        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        assert!(
+            e.starts_with("--extra-engine-args: key \"planner_profile_data\": ")
+                && e.contains("no/such/profile.npz"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_profile_is_reported_before_the_keys_after_it() {
+        let bad_mode = json!({"kv_transfer_timing_mode": "x"});
+        let later = err(bad_mode.clone());
+        assert!(later.contains("\"kv_transfer_timing_mode\""), "{later}");
+        let mut v = bad_mode;
+        v["planner_profile_data"] = json!("gone.npz");
+        // Parsing succeeds; loading reports the profile first, as when both were one step.
+        let p = parse_engine_args(&v, F).unwrap();
+        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        assert!(
+            e.contains("planner_profile_data") && e.contains("gone.npz"),
+            "{e}"
+        );
+        // A profile that loads lets the later key's error through.
+        let mut loader = TimingLoader::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"));
+        v["planner_profile_data"] = json!("profiles/own_profile.npz");
+        let p = parse_engine_args(&v, F).unwrap();
+        assert_eq!(p.load(&mut loader).unwrap_err().0, later);
+        // Keys before the profile fail while parsing.
+        v["preemption_mode"] = json!("random");
+        let e = parse_engine_args(&v, F).unwrap_err().0;
+        assert!(e.contains("\"preemption_mode\""), "{e}");
+    }
+
+    #[test]
     fn block_size_zero_means_64() {
         assert_eq!(ok(json!({"block_size": 0})).block_size, 64);
     }
