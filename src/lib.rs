@@ -6,7 +6,6 @@
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
 //! -> `sweep` (grid of points, leaderboards, report.html) -> `compare` (two reports or folders).
 
-pub mod aic;
 pub mod cli;
 pub mod compare;
 pub mod config;
@@ -18,4 +17,5 @@ pub mod run;
 pub mod signals;
 pub mod sim;
 pub mod sweep;
+pub mod timing;
 pub mod workload;

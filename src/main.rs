@@ -44,7 +44,7 @@ fn main() -> ExitCode {
 
 fn aic_list() -> anyhow::Result<()> {
     use std::io::Write;
-    let catalog = dynosim::aic::catalog()?;
+    let catalog = dynosim::timing::aic::catalog()?;
     match write!(std::io::stdout().lock(), "{catalog}") {
         // `dynosim aic list | head`: a reader that stops early is not an error.
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),

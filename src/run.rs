@@ -6,7 +6,7 @@
 //! file behind. Every message names the flag(s) involved.
 
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
-use crate::config::aic::{router_aic_engine, RouterAicValues};
+use crate::config::aic::{load_prefill_load_estimator, router_aic_engine, RouterAicValues};
 use crate::config::engine_args::parse_engine_args_str;
 use crate::config::limits::{
     check_memory, check_workload_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -17,8 +17,8 @@ use crate::config::{
     EngineArgs, EngineType, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla,
     Topology, WorkerType,
 };
-use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
+use crate::timing::TimingLoader;
 use crate::workload::formats::{Timing, TraceSpec};
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use crate::workload::Workload;
@@ -365,11 +365,8 @@ fn attach_router_aic(
              --aic-model-path and --aic-backend-version",
         )),
         (Some(id), RouterMode::KvRouter, PrefillLoadModel::Aic) => {
-            router.prefill_load_estimator = Some(crate::aic::build_prefill_load_estimator(
-                timing,
-                &id,
-                "--aic-* flags",
-            )?);
+            router.prefill_load_estimator =
+                Some(load_prefill_load_estimator(timing, &id, "--aic-* flags")?);
             Ok(())
         }
         (None, _, _) => Ok(()),
@@ -424,7 +421,7 @@ fn parse_opt_engine_args(
     timing: &mut TimingLoader,
 ) -> Result<Option<EngineArgs>, InputError> {
     json.as_deref()
-        .map(|j| parse_engine_args_str(j, flag, timing))
+        .map(|j| parse_engine_args_str(j, flag).and_then(|a| a.load(timing)))
         .transpose()
 }
 

@@ -19,6 +19,7 @@
 //! Every test uses its own compile cache folder (DYNOSIM_CACHE_DIR) so the counts it checks do
 //! not depend on earlier runs.
 
+use dynosim::timing::TimingLoader;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -239,7 +240,9 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
             r#"{{{QWEN},"aic_backend_version":"0.24.0","aic_tp_size":{tp}}}"#
         ))
         .unwrap();
-        let a = dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args").unwrap();
+        let a = dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
+            .and_then(|p| p.load(&mut TimingLoader::default()))
+            .unwrap();
         assert_eq!(a.num_gpu_blocks, want, "tp {tp}");
         assert_eq!(a.gpus_per_worker(), tp);
     }
@@ -248,7 +251,9 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
         r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":1000}}"#
     ))
     .unwrap();
-    let a = dynosim::config::engine_args::parse_engine_args(&v, "x").unwrap();
+    let a = dynosim::config::engine_args::parse_engine_args(&v, "x")
+        .and_then(|p| p.load(&mut TimingLoader::default()))
+        .unwrap();
     assert_eq!(a.num_gpu_blocks, 1000);
 }
 

@@ -1,51 +1,16 @@
-//! The `aic_*` engine args (DynoSim's AIConfigurator timing, breadth spec §5) as plain data, and
-//! their validation. What an AIC engine *is* (model, GPU system, backend, version, parallelism,
-//! dtypes) is [`AicEngineId`]; how its KV pool is estimated is [`AicKvEstimate`]. Compiling and
-//! loading the engine lives in `crate::aic`.
+//! The `aic_*` engine args (DynoSim's AIConfigurator timing, breadth spec §5) and the KV
+//! router's `--aic-*` flags / `router.aic_*` keys: read from JSON or flags and validated with
+//! DynoSim's rules into the plain data `crate::timing::aic` defines ([`AicArgs`],
+//! [`AicEngineId`], [`AicKvEstimate`]). Compiling and loading the engine is
+//! `crate::timing::TimingLoader`'s, a separate step after parsing.
 
 use super::json_fields::JsonObject;
 use crate::error::InputError;
-use serde::{Deserialize, Serialize};
+use crate::timing::aic::{AicArgs, AicEngineId, AicKvEstimate, PrefillLoadEstimator};
+use crate::timing::TimingLoader;
 
 /// DynoSim's default `aic_system` (`dynamo.replay.main._DEFAULT_AIC_SYSTEM`).
 pub const DEFAULT_AIC_SYSTEM: &str = "h200_sxm";
-
-/// One AIC engine: everything AIConfigurator's compile step takes. Two pools or sweep points with
-/// equal ids share one compiled and loaded engine.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct AicEngineId {
-    pub model_path: String,
-    pub system: String,
-    pub backend: String,
-    pub backend_version: String,
-    pub tp_size: u32,
-    pub attention_dp_size: u32,
-    pub moe_tp_size: Option<u32>,
-    pub moe_ep_size: Option<u32>,
-    pub gemm_dtype: Option<String>,
-    pub moe_dtype: Option<String>,
-    pub fmha_dtype: Option<String>,
-    pub kv_cache_dtype: Option<String>,
-    pub comm_dtype: Option<String>,
-}
-
-/// Inputs of the KV-pool estimate used when `num_gpu_blocks` is not given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AicKvEstimate {
-    pub block_size: u32,
-    pub max_num_batched_tokens: u64,
-    /// `of_total` (vLLM, SGLang) or `of_free` (TRT-LLM).
-    pub memory_fraction_kind: String,
-    pub memory_fraction_value: f64,
-}
-
-/// The `aic_*` keys of one engine-args object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AicArgs {
-    pub engine: AicEngineId,
-    /// `Some` when `num_gpu_blocks` was not given: the pool size comes from AIC's memory model.
-    pub kv_estimate: Option<AicKvEstimate>,
-}
 
 /// Memory fractions used by the KV estimate (`dynamo._internal.aic` defaults).
 #[derive(Debug, Clone, Copy, Default)]
@@ -411,6 +376,20 @@ pub fn router_aic_engine(
         kv_cache_dtype: d.next().flatten(),
         comm_dtype: d.next().flatten(),
     }))
+}
+
+/// Loads the KV router's AIC prefill-load estimator for `id` (`router_prefill_load_model:
+/// "aic"`) through `loader`: the engine is compiled and loaded once, and shared with AIC timing
+/// of the same engine. `origin` prefixes errors.
+pub fn load_prefill_load_estimator(
+    loader: &mut TimingLoader,
+    id: &AicEngineId,
+    origin: &str,
+) -> Result<PrefillLoadEstimator, InputError> {
+    loader
+        .aic_latency(id)
+        .map(PrefillLoadEstimator::new)
+        .map_err(|e| InputError::new(format!("{origin}: {}", e.0)))
 }
 
 #[cfg(test)]

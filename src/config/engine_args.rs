@@ -8,7 +8,10 @@
 //! * would change the results but dynosim does not model them (SGLang/TRT-LLM engines, AIC
 //!   timing, KV offload tiers): refused with a "not supported by dynosim yet" message when set.
 //!
-//! Timing-model keys (`planner_profile_data`) build the pool's model through a `TimingLoader`.
+//! Parsing reads no file and runs no subprocess: the timing-model keys (`planner_profile_data`,
+//! `aic_*`) become plain [`TimingArgs`] in a [`ParsedEngineArgs`], and
+//! [`ParsedEngineArgs::load`] is the separate step that loads them through a [`TimingLoader`]
+//! (reads the NPZ, runs AIC's compile step, applies AIC's KV-pool estimate).
 //!
 //! Unknown keys are rejected with the closest valid key as a suggestion.
 
@@ -17,9 +20,10 @@ use super::{
     EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, SchedulePolicy,
     WorkerType,
 };
-use crate::engine::timing::interpolated::PROFILE_ARRAYS;
-use crate::engine::timing::{Interpolated, Timing, TimingLoader};
 use crate::error::InputError;
+use crate::timing::aic::AicArgs;
+use crate::timing::interpolated::PROFILE_ARRAYS;
+use crate::timing::{TimingArgs, TimingLoader};
 use serde_json::Value;
 use std::path::Path;
 
@@ -104,29 +108,74 @@ const OFFLOAD_BANDWIDTH_KEYS: &[&str] = &[
 
 const OFFLOAD_WHY: &str = "KV offload tiers (G2/G3/G4, KVBM) are not simulated";
 
-/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); files it names (a timing
-/// profile) are read through `timing`.
-pub fn parse_engine_args_str(
-    json: &str,
-    flag: &str,
-    timing: &mut TimingLoader,
-) -> Result<EngineArgs, InputError> {
-    parse_engine_args_with(&parse_json_text(json, flag)?, flag, timing)
+/// One engine-args object, parsed and checked but not loaded: the pool's settings with
+/// DynoSim's polynomial timing, and the timing keys as plain data. [`Self::load`] makes the
+/// [`EngineArgs`] a simulation takes.
+#[derive(Debug, Clone)]
+pub struct ParsedEngineArgs {
+    args: EngineArgs,
+    timing: TimingArgs,
+    /// The flag or YAML key path the object came from, prefixing load errors.
+    origin: String,
+    /// The first failed check of the keys after `planner_profile_data`, when a profile is given:
+    /// reported after the profile loads, so a profile that cannot be read stays the first error.
+    pending: Option<InputError>,
 }
 
-/// Validates one engine-args object, with files resolved against the working directory.
-/// `origin` (a flag or YAML key path) prefixes every message.
-pub fn parse_engine_args(value: &Value, origin: &str) -> Result<EngineArgs, InputError> {
-    parse_engine_args_with(value, origin, &mut TimingLoader::default())
+impl ParsedEngineArgs {
+    /// The timing keys as parsed.
+    pub fn timing(&self) -> &TimingArgs {
+        &self.timing
+    }
+
+    /// Loads the timing the args name through `loader` (which resolves the files they name and
+    /// shares one model per distinct source): the profile, then AIC's engine (the one slow
+    /// step: its compile step) and KV-pool estimate.
+    pub fn load(self, loader: &mut TimingLoader) -> Result<EngineArgs, InputError> {
+        let ParsedEngineArgs {
+            mut args,
+            timing,
+            origin,
+            pending,
+        } = self;
+        if let Some(file) = &timing.profile {
+            args.timing = loader.load_profile(file).map_err(|e| {
+                InputError::new(format!("{origin}: key \"planner_profile_data\": {e}"))
+            })?;
+        }
+        if let Some(e) = pending {
+            return Err(e);
+        }
+        let Some(aic) = &timing.aic else {
+            return Ok(args);
+        };
+        let (t, blocks) = loader
+            .load_aic(aic)
+            .map_err(|e| InputError::new(format!("{origin}: {}", e.0)))?;
+        // A profile wins over AIC (DynoSim's order); the KV pool is still AIC's estimate.
+        if timing.profile.is_none() {
+            args.timing = t;
+        }
+        if let Some(b) = blocks {
+            if b == 0 || b > super::limits::MAX_NUM_GPU_BLOCKS {
+                return Err(InputError::new(format!(
+                    "{origin}: key \"aic_backend\" gives a KV pool of {b} blocks from AIC's memory model (the model does not fit, or the pool is too large); set num_gpu_blocks"
+                )));
+            }
+            args.num_gpu_blocks = b;
+        }
+        Ok(args)
+    }
 }
 
-/// [`parse_engine_args`] building the pool's timing model through `timing` (which resolves the
-/// files it names and shares one model per distinct source).
-pub fn parse_engine_args_with(
-    value: &Value,
-    origin: &str,
-    timing: &mut TimingLoader,
-) -> Result<EngineArgs, InputError> {
+/// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); nothing is loaded yet.
+pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<ParsedEngineArgs, InputError> {
+    parse_engine_args(&parse_json_text(json, flag)?, flag)
+}
+
+/// Validates one engine-args object. `origin` (a flag or YAML key path) prefixes every message,
+/// of parsing and of [`ParsedEngineArgs::load`].
+pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs, InputError> {
     let o = JsonObject::new(value, origin, "engine args")?;
     o.reject_unknown_keys(ENGINE_ARGS_KEYS)?;
     let mut a = EngineArgs {
@@ -134,7 +183,6 @@ pub fn parse_engine_args_with(
         worker_type: parse_worker_type(&o)?,
         ..EngineArgs::default()
     };
-
     if let Some(n) = o
         .int("num_gpu_blocks", 1, super::limits::MAX_NUM_GPU_BLOCKS)?
         .value()
@@ -191,10 +239,26 @@ pub fn parse_engine_args_with(
             _ => PreemptionMode::Lifo,
         };
     }
-    let npz = o.string("planner_profile_data")?.value();
-    if let Some(file) = npz {
-        a.timing = load_profile(&o, file, timing)?;
-    }
+    let profile = parse_profile_path(&o)?;
+    let (aic, pending) = match parse_after_profile(&o, block_size, &mut a) {
+        Ok(aic) => (aic, None),
+        Err(e) if profile.is_some() => (None, Some(e)),
+        Err(e) => return Err(e),
+    };
+    Ok(ParsedEngineArgs {
+        args: a,
+        timing: TimingArgs { profile, aic },
+        origin: origin.to_string(),
+        pending,
+    })
+}
+
+/// The keys after `planner_profile_data`, in the order they are checked; the `aic_*` args.
+fn parse_after_profile(
+    o: &JsonObject,
+    block_size: u32,
+    a: &mut EngineArgs,
+) -> Result<Option<AicArgs>, InputError> {
     a.kv_bytes_per_token = o.int("kv_bytes_per_token", 0, u64::MAX)?.value();
     a.kv_transfer_bandwidth = o
         .float("kv_transfer_bandwidth", 0.0, f64::INFINITY)?
@@ -219,13 +283,13 @@ pub fn parse_engine_args_with(
 
     let sglang = o.object("sglang")?.value();
     if a.engine_type == EngineType::Sglang {
-        parse_sglang(&o, sglang, block_size, &mut a)?;
+        parse_sglang(o, sglang, block_size, a)?;
     }
-    parse_trtllm(&o)?;
-    parse_offload_keys(&o)?;
-    let fractions = parse_memory_fractions(&o)?;
+    parse_trtllm(o)?;
+    parse_offload_keys(o)?;
+    let fractions = parse_memory_fractions(o)?;
     let aic = super::aic::parse_aic_args(
-        &o,
+        o,
         o.int("num_gpu_blocks", 1, u64::MAX)?.is_set(),
         a.block_size,
         a.max_num_batched_tokens,
@@ -241,36 +305,18 @@ pub fn parse_engine_args_with(
             a.dp_size = dp as u32;
         }
     }
-    parse_ignored_keys(&o)?;
-    if let Some(aic) = aic {
-        // Built last: the compile step is the one slow part of parsing.
-        let (t, blocks) = crate::aic::build_timing(timing, &aic, origin)?;
-        // A profile wins over AIC (DynoSim's order); the KV pool is still AIC's estimate.
-        if npz.is_none() {
-            a.timing = t;
-        }
-        if let Some(b) = blocks {
-            if b == 0 || b > super::limits::MAX_NUM_GPU_BLOCKS {
-                return Err(o.error(
-                    "aic_backend",
-                    format!("gives a KV pool of {b} blocks from AIC's memory model (the model does not fit, or the pool is too large); set num_gpu_blocks"),
-                ));
-            }
-            a.num_gpu_blocks = b;
-        }
-    }
-    Ok(a)
+    parse_ignored_keys(o)?;
+    Ok(aic)
 }
 
-/// `planner_profile_data`: a mocker-format NPZ file (relative to the loader's folder), loaded once
-/// per file. DynoSim treats any other path as a profiler results folder to convert; dynosim does
-/// not convert, and refuses it.
-fn load_profile(
-    o: &JsonObject,
-    file: &str,
-    timing: &mut TimingLoader,
-) -> Result<Timing, InputError> {
+/// `planner_profile_data`: the path of a mocker-format NPZ file (relative to the loader's
+/// folder), read when the args are loaded. DynoSim treats any other path as a profiler results
+/// folder to convert; dynosim does not convert, and refuses it.
+fn parse_profile_path(o: &JsonObject) -> Result<Option<String>, InputError> {
     const KEY: &str = "planner_profile_data";
+    let Some(file) = o.string(KEY)?.value() else {
+        return Ok(None);
+    };
     if Path::new(file).extension().and_then(|e| e.to_str()) != Some("npz") {
         return Err(o.error(
             KEY,
@@ -283,13 +329,7 @@ fn load_profile(
             ),
         ));
     }
-    let path = timing.resolve(file);
-    let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    timing
-        .get_or_build(format!("{KEY}:{}", key.display()), || {
-            Interpolated::from_npz(&path, file).map(Timing::interpolated)
-        })
-        .map_err(|e| InputError::new(format!("{}: key \"{KEY}\": {e}", o.origin())))
+    Ok(Some(file.to_string()))
 }
 
 /// `engine_type`: case-insensitive, absent or null = vLLM.
@@ -499,12 +539,17 @@ mod tests {
 
     const F: &str = "--extra-engine-args";
 
+    /// Parses and loads `v`, as `dynosim run` does.
+    fn parse_and_load(v: &Value) -> Result<EngineArgs, InputError> {
+        parse_engine_args(v, F).and_then(|p| p.load(&mut TimingLoader::default()))
+    }
+
     fn ok(v: Value) -> EngineArgs {
-        parse_engine_args(&v, F).unwrap_or_else(|e| panic!("{v} rejected: {e}"))
+        parse_and_load(&v).unwrap_or_else(|e| panic!("{v} rejected: {e}"))
     }
 
     fn err(v: Value) -> String {
-        match parse_engine_args(&v, F) {
+        match parse_and_load(&v) {
             Ok(a) => panic!("{v} accepted: {a:?}"),
             Err(e) => {
                 assert!(e.0.starts_with(F), "message does not name the flag: {e}");
@@ -602,6 +647,51 @@ mod tests {
     }
 
     #[test]
+    fn parsing_reads_no_file_and_compiles_nothing() {
+        // A profile that does not exist and an AIC engine no Python could compile both parse:
+        // they are plain data until loaded.
+        let p = parse_engine_args(
+            &json!({"planner_profile_data": "no/such/profile.npz", "aic_backend": "vllm",
+                    "aic_model_path": "m", "aic_backend_version": "0", "num_gpu_blocks": 10}),
+            F,
+        )
+        .unwrap();
+        assert_eq!(p.timing().profile.as_deref(), Some("no/such/profile.npz"));
+        assert_eq!(p.timing().aic.as_ref().unwrap().engine.model_path, "m");
+        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        assert!(
+            e.starts_with("--extra-engine-args: key \"planner_profile_data\": ")
+                && e.contains("no/such/profile.npz"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_profile_is_reported_before_the_keys_after_it() {
+        let bad_mode = json!({"kv_transfer_timing_mode": "x"});
+        let later = err(bad_mode.clone());
+        assert!(later.contains("\"kv_transfer_timing_mode\""), "{later}");
+        let mut v = bad_mode;
+        v["planner_profile_data"] = json!("gone.npz");
+        // Parsing succeeds; loading reports the profile first, as when both were one step.
+        let p = parse_engine_args(&v, F).unwrap();
+        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        assert!(
+            e.contains("planner_profile_data") && e.contains("gone.npz"),
+            "{e}"
+        );
+        // A profile that loads lets the later key's error through.
+        let mut loader = TimingLoader::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"));
+        v["planner_profile_data"] = json!("profiles/own_profile.npz");
+        let p = parse_engine_args(&v, F).unwrap();
+        assert_eq!(p.load(&mut loader).unwrap_err().0, later);
+        // Keys before the profile fail while parsing.
+        v["preemption_mode"] = json!("random");
+        let e = parse_engine_args(&v, F).unwrap_err().0;
+        assert!(e.contains("\"preemption_mode\""), "{e}");
+    }
+
+    #[test]
     fn block_size_zero_means_64() {
         assert_eq!(ok(json!({"block_size": 0})).block_size, 64);
     }
@@ -613,8 +703,7 @@ mod tests {
             m.contains("must be a JSON object") && m.contains("array"),
             "{m}"
         );
-        let e = parse_engine_args_str("5", "--decode-engine-args", &mut TimingLoader::default())
-            .unwrap_err();
+        let e = parse_engine_args_str("5", "--decode-engine-args").unwrap_err();
         assert!(e
             .0
             .starts_with("--decode-engine-args: engine args must be a JSON object"));
@@ -622,13 +711,9 @@ mod tests {
 
     #[test]
     fn json_syntax_errors_name_flag_and_column() {
-        let e = parse_engine_args_str(
-            "{\"block_size\": 16,}",
-            "--prefill-engine-args",
-            &mut TimingLoader::default(),
-        )
-        .unwrap_err()
-        .0;
+        let e = parse_engine_args_str("{\"block_size\": 16,}", "--prefill-engine-args")
+            .unwrap_err()
+            .0;
         assert!(e.starts_with("--prefill-engine-args: invalid JSON"), "{e}");
         assert!(e.contains("column 19"), "{e}");
     }

@@ -8,7 +8,8 @@ mod json_fields;
 pub mod limits;
 pub mod router_config;
 
-use crate::engine::timing::Timing;
+use crate::timing::aic::PrefillLoadEstimator;
+use crate::timing::Timing;
 use serde::{Deserialize, Serialize};
 
 /// Which role an engine plays (spec §1.2 rule 7).
@@ -243,7 +244,7 @@ pub struct RouterConfig {
     /// The AIC estimator of the "aic" load model, loaded from the `--aic-*` flags (`run`) or
     /// the `router.aic_*` keys (sweeps); serialised as its engine.
     #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
-    pub prefill_load_estimator: Option<crate::router::prefill_load::PrefillLoadEstimator>,
+    pub prefill_load_estimator: Option<PrefillLoadEstimator>,
 }
 
 /// How the KV router models a target's active prefill load over time (spec §6.2).

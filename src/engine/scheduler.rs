@@ -4,9 +4,9 @@
 
 use super::kv::KvEvent;
 use super::sglang::SglangEngine;
-use super::timing::LatencyModel;
 use super::vllm::{Engine, PassOutput, Reservation};
 use crate::config::{EngineArgs, EngineType};
+use crate::timing::LatencyModel;
 use crate::workload::sharing::PromptBlocks;
 
 /// One engine instance of either kind.

@@ -7,9 +7,9 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
-use super::timing::{pass_time, LatencyModel};
 use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
+use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
@@ -830,7 +830,7 @@ impl<M: LatencyModel> SglangEngine<M> {
 mod tests {
     use super::*;
     use crate::config::{EngineType, SglangArgs};
-    use crate::engine::timing::Polynomial;
+    use crate::timing::Polynomial;
 
     fn args(blocks: u64, page: u32) -> EngineArgs {
         EngineArgs {

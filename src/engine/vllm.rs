@@ -9,8 +9,8 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
-use super::timing::{pass_time, LatencyModel};
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
+use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
 
@@ -942,7 +942,7 @@ fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::timing::Polynomial;
+    use crate::timing::Polynomial;
 
     fn engine(args: EngineArgs) -> Engine<Polynomial> {
         Engine::new(&args, Polynomial, false)

@@ -9,7 +9,8 @@ pub mod prefill_load;
 
 use crate::config::{PrefillLoadModel, QueuePolicy, RouterConfig};
 use crate::engine::kv::{IdMap, KvEvent};
-use prefill_load::{sim_time_ns, PrefillLoad, PrefillLoadEstimator};
+use crate::timing::aic::PrefillLoadEstimator;
+use prefill_load::{sim_time_ns, PrefillLoad};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;

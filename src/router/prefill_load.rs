@@ -15,61 +15,11 @@
 //!   forward by its predicted duration (never past now); when the oldest completes, the next
 //!   oldest starts its decay now.
 //!
-//! Owns: that bookkeeping and the estimator handle. Does not own: routing costs (`router`), the
-//! AIC engine (`crate::aic`, shared with AIC timing through `engine::timing::AicLatency`).
+//! Owns: that bookkeeping. Does not own: routing costs (`router`), the predicted durations
+//! (`crate::timing::aic::PrefillLoadEstimator`, over the AIC engine shared with AIC timing).
 
-use crate::config::aic::AicEngineId;
-use crate::engine::timing::AicLatency;
-use serde::{Serialize, Serializer};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// DynoSim's AIC prefill-load estimator: a loaded AIC engine (the same one, with the same memo,
-/// as AIC timing when the parameters are equal). Compared and serialised as its engine.
-#[derive(Clone)]
-pub struct PrefillLoadEstimator(Arc<AicLatency>);
-
-impl PrefillLoadEstimator {
-    pub fn new(latency: Arc<AicLatency>) -> Self {
-        PrefillLoadEstimator(latency)
-    }
-
-    /// The engine the estimates come from.
-    pub fn id(&self) -> &AicEngineId {
-        self.0.id()
-    }
-
-    /// The predicted prefill time, in nanoseconds, of one request of `isl` prompt tokens whose
-    /// first `prefix` are cached; `None` when AIC cannot predict it (DynoSim then tracks the
-    /// request without a duration and warns).
-    pub fn duration_ns(&self, isl: u64, prefix: u64) -> Option<u64> {
-        let ms = self.0.load_estimate_ms(isl, prefix).ok()?;
-        // DynoSim turns the estimate into a `Duration` the same way.
-        let d = Duration::try_from_secs_f64(ms / 1000.0).ok()?;
-        Some(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    }
-}
-
-impl PartialEq for PrefillLoadEstimator {
-    fn eq(&self, other: &Self) -> bool {
-        self.id() == other.id()
-    }
-}
-
-impl std::fmt::Debug for PrefillLoadEstimator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("PrefillLoadEstimator")
-            .field(self.id())
-            .finish()
-    }
-}
-
-impl Serialize for PrefillLoadEstimator {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.id().serialize(s)
-    }
-}
 
 /// Simulated time as DynoSim's router sees it: `now_ms` turned into a `Duration` since the start,
 /// in nanoseconds (its decay arithmetic is on those).

@@ -15,11 +15,11 @@ use crate::config::{
     EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
 use crate::engine::scheduler::Scheduler;
-use crate::engine::timing::Timing;
 use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
 use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
+use crate::timing::Timing;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::Workload;
 use collector::Collector;

@@ -13,16 +13,18 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use super::values::{canonical_json, value_text};
-use crate::config::aic::{router_aic_engine, RouterAicValues, ROUTER_AIC_KEYS};
-use crate::config::engine_args::parse_engine_args_with;
+use crate::config::aic::{
+    load_prefill_load_estimator, router_aic_engine, RouterAicValues, ROUTER_AIC_KEYS,
+};
+use crate::config::engine_args::parse_engine_args;
 use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Topology,
     WorkerType,
 };
-use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
+use crate::timing::TimingLoader;
 use crate::workload::formats::{Timing, TraceFormat, TraceSpec};
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
@@ -393,7 +395,7 @@ impl<'s> Resolver<'s> {
         let key = format!("{origin}\n{}", canonical_json(&v));
         self.engines
             .entry(key)
-            .or_insert_with(|| parse_engine_args_with(&v, origin, &mut self.timing))
+            .or_insert_with(|| parse_engine_args(&v, origin).and_then(|a| a.load(&mut self.timing)))
             .clone()
     }
 
@@ -422,7 +424,7 @@ impl<'s> Resolver<'s> {
         let engine = router_aic_engine(&values, |k| format!("router.{k}"))?;
         match (engine, cfg.router_prefill_load_model) {
             (Some(id), PrefillLoadModel::Aic) => {
-                cfg.prefill_load_estimator = Some(crate::aic::build_prefill_load_estimator(
+                cfg.prefill_load_estimator = Some(load_prefill_load_estimator(
                     &mut self.timing,
                     &id,
                     "router.aic_*",
@@ -449,7 +451,7 @@ impl<'s> Resolver<'s> {
     /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
     /// What the AIC engines of the points resolved so far cost (each distinct engine is compiled
     /// and loaded once).
-    pub fn aic_stats(&self) -> crate::aic::AicStats {
+    pub fn aic_stats(&self) -> crate::timing::aic::AicStats {
         self.timing.aic_engines().stats()
     }
 

@@ -410,7 +410,7 @@ pub(crate) fn run_one(
             None => (backend.simulate)(workload, prompts, config).map(Ok),
         }
     };
-    let aic_scope = crate::engine::timing::aic::FailureScope::enter();
+    let aic_scope = crate::timing::aic::FailureScope::enter();
     let outcome = catch_unwind(AssertUnwindSafe(run));
     let aic_failure = aic_scope.finish();
     match outcome {

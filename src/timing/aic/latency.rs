@@ -18,8 +18,8 @@
 //! first failure), a sweep point from the [`FailureScope`] it simulated in (the failures of that
 //! point's own simulation only, though points share the model).
 
-use super::LatencyModel;
-use crate::aic::LoadedEngine;
+use super::{AicEngineId, LoadedEngine};
+use crate::timing::LatencyModel;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
@@ -103,7 +103,7 @@ impl AicLatency {
     }
 
     /// The engine this model times.
-    pub fn id(&self) -> &crate::config::aic::AicEngineId {
+    pub fn id(&self) -> &AicEngineId {
         &self.engine.id
     }
 

@@ -1,25 +1,30 @@
-//! Forward-pass timing models (spec §4.9): how long one prefill or decode pass takes on one
-//! engine, before speed-up ratios.
+//! Forward-pass timing (spec §4.9): how long one prefill or decode pass takes on one engine,
+//! before speed-up ratios. A leaf: it imports nothing of the crate but `error`; `config`,
+//! `engine`, `router`, `sim` and `sweep` build on it.
 //!
 //! One file per model behind one seam, [`LatencyModel`]; a scheduler holds a [`Timing`] and
 //! never knows which model runs:
 //! * `polynomial`: DynoSim's default fit (no engine arg);
 //! * `interpolated`: a measured NPZ profile (`planner_profile_data`);
-//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys).
+//! * `aic`: AIConfigurator's estimator (`aic_backend` and the other `aic_*` keys), with the AIC
+//!   engine identity, the compile step's subprocess and cache, and the set of loaded engines.
 //!
-//! A model is chosen by engine args and built by a [`TimingLoader`], once per distinct source:
-//! `dynosim run` uses one loader, a sweep one for all its points. The built model is shared
-//! read-only (`Arc`) by every engine of every point that names the same source, on every thread,
-//! so a model may be expensive to build and its construction may fail (an [`InputError`] naming
-//! the source). Calls are made per forward pass, so a model whose estimates are costly should
-//! tabulate or memoise inside its own file; the two models here are a few arithmetic operations.
+//! Parsing engine args yields [`TimingArgs`] (plain data: a profile path as written, the `aic_*`
+//! args); a [`TimingLoader`] turns them into models, once per distinct source: `dynosim run`
+//! uses one loader, a sweep one for all its points. Loading is where files are read and AIC's
+//! compile step runs. The built model is shared read-only (`Arc`) by every engine of every point
+//! that names the same source, on every thread, so a model may be expensive to build and its
+//! construction may fail (an [`InputError`] naming the source). Calls are made per forward pass,
+//! so a model whose estimates are costly should tabulate or memoise inside its own file; the
+//! polynomial and the profile are a few arithmetic operations.
 //!
 //! Adding a model: a file implementing [`LatencyModel`] and returning its [`TimingSource`], a
-//! variant of `Model` (dispatch below), a variant of [`TimingSource`], and the engine-args keys
-//! that build it through [`TimingLoader::get_or_build`].
+//! variant of `Model` (dispatch below), a variant of [`TimingSource`], a field of [`TimingArgs`]
+//! and a [`TimingLoader`] method that builds it through [`TimingLoader::get_or_build`].
 //!
 //! This module owns no scheduling: the vLLM scheduler decides what a pass contains and passes
-//! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here.
+//! the pass's shape (batch size, mean prompt span, active KV tokens, mean context) here. It
+//! reads no JSON and knows no flag or key names: callers prefix its errors with their origin.
 
 pub mod aic;
 pub mod interpolated;
@@ -29,9 +34,8 @@ pub use aic::AicLatency;
 pub use interpolated::Interpolated;
 pub use polynomial::Polynomial;
 
-use crate::config::aic::AicEngineId;
-
 use crate::error::InputError;
+use aic::{AicArgs, AicEngineId, AicEngines};
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +75,18 @@ pub enum TimingSource {
     PlannerProfileData { file: String, sha256: String },
     /// AIConfigurator's estimator for one engine.
     Aic(Box<AicEngineId>),
+}
+
+/// The timing keys of one pool's engine args as parsed: plain data, nothing read or compiled
+/// yet. A [`TimingLoader`] loads what they name; without either, the pool keeps DynoSim's
+/// polynomial.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TimingArgs {
+    /// `planner_profile_data`: the NPZ path as the user wrote it (relative to the loader's folder).
+    pub profile: Option<String>,
+    /// The `aic_*` keys: AIC timing, and the KV-pool estimate when it asks for one. A profile
+    /// wins over AIC for timing (DynoSim's order); the AIC engine is still loaded.
+    pub aic: Option<AicArgs>,
 }
 
 /// A built model; cloning shares it.
@@ -199,7 +215,7 @@ pub struct TimingLoader {
     base_dir: PathBuf,
     built: HashMap<String, Timing>,
     /// AIC engines, each compiled and loaded once, with their KV-pool estimates.
-    aic: crate::aic::AicEngines,
+    aic: AicEngines,
 }
 
 impl TimingLoader {
@@ -238,8 +254,51 @@ impl TimingLoader {
         Ok(t)
     }
 
+    /// The measured profile at `file` (an NPZ path as written, resolved against the loader's
+    /// folder), read once per file. Errors name the file, not the key that gave it.
+    pub fn load_profile(&mut self, file: &str) -> Result<Timing, InputError> {
+        let path = self.resolve(file);
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        self.get_or_build(format!("planner_profile_data:{}", key.display()), || {
+            Interpolated::from_npz(&path, file).map(Timing::interpolated)
+        })
+    }
+
+    /// The AIC timing of one pool's `aic_*` args and, when they ask for it, AIC's per-rank
+    /// KV-block estimate: the engine is compiled and loaded once per distinct [`AicEngineId`].
+    pub fn load_aic(&mut self, args: &AicArgs) -> Result<(Timing, Option<u64>), InputError> {
+        let (engine, blocks) = self.aic.get(&args.engine, args.kv_estimate.as_ref())?;
+        Ok((self.aic_timing(engine), blocks))
+    }
+
+    /// The AIC latency model of engine `id` (the KV router's prefill-load estimator uses it): the
+    /// same model, with the same memo, as AIC timing of that engine.
+    pub fn aic_latency(&mut self, id: &AicEngineId) -> Result<Arc<AicLatency>, InputError> {
+        let (engine, _) = self.aic.get(id, None)?;
+        let timing = self.aic_timing(engine);
+        Ok(timing
+            .aic_latency()
+            .expect("an AIC engine's timing is AIC timing")
+            .clone())
+    }
+
+    /// The AIC timing model of a loaded engine, one per engine id (so AIC timing and the KV
+    /// router's load estimator of the same engine share its memo).
+    fn aic_timing(&mut self, engine: Arc<aic::LoadedEngine>) -> Timing {
+        let key = format!(
+            "aic\n{}",
+            serde_json::to_string(&engine.id).expect("an engine id serialises")
+        );
+        if let Some(t) = self.built.get(&key) {
+            return t.clone();
+        }
+        let t = Timing::aic(Arc::new(AicLatency::new(engine)));
+        self.built.insert(key, t.clone());
+        t
+    }
+
     /// The AIC engines this loader compiled and loaded.
-    pub fn aic_engines(&self) -> &crate::aic::AicEngines {
+    pub fn aic_engines(&self) -> &AicEngines {
         &self.aic
     }
 

@@ -5,17 +5,15 @@
 //! shares that loaded engine through an [`AicEngines`] set.
 //!
 //! Which estimator loads the spec is the installed Python package's choice: 0.11.0 (DynoSim
-//! 1.4.2's) or 0.12.0, told apart by the spec schema it compiles ([`estimator`]).
+//! 1.4.2's) or 0.12.0, told apart by the spec schema it compiles ([`super::estimator`]).
 //!
 //! Owns: the subprocess protocol (`helper.py`), the disk cache, the shared set, `dynosim aic
-//! list`. Does not own: the latency model itself (`engine::timing::aic`) or where the KV estimate
-//! is applied (the callers).
+//! list`. Does not own: the latency model itself ([`super::latency`]), building a pool's timing
+//! (`TimingLoader`) or where the KV estimate is applied (the callers).
 
-pub mod estimator;
-
-use crate::config::aic::{AicEngineId, AicKvEstimate};
+use super::estimator::{self, Estimator, EstimatorVersion};
+use super::{AicEngineId, AicKvEstimate};
 use crate::error::InputError;
-pub use estimator::{Estimator, EstimatorVersion};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -645,59 +643,6 @@ impl std::fmt::Display for Catalog {
         }
         Ok(())
     }
-}
-
-/// The timing model and KV-pool estimate of one pool's `aic_*` args, built through `loader` (one
-/// loaded engine per distinct [`AicEngineId`]). `origin` prefixes errors.
-pub fn build_timing(
-    loader: &mut crate::engine::timing::TimingLoader,
-    args: &crate::config::aic::AicArgs,
-    origin: &str,
-) -> Result<(crate::engine::timing::Timing, Option<u64>), InputError> {
-    let with_origin = |e: InputError| InputError::new(format!("{origin}: {}", e.0));
-    let (engine, blocks) = loader
-        .aic_engines()
-        .get(&args.engine, args.kv_estimate.as_ref())
-        .map_err(with_origin)?;
-    let timing = aic_timing(loader, engine)?;
-    Ok((timing, blocks))
-}
-
-/// The AIC timing model of a loaded engine, one per engine id in `loader` (so AIC timing and the
-/// KV router's load estimator of the same engine share its memo).
-fn aic_timing(
-    loader: &mut crate::engine::timing::TimingLoader,
-    engine: Arc<LoadedEngine>,
-) -> Result<crate::engine::timing::Timing, InputError> {
-    let key = format!(
-        "aic\n{}",
-        serde_json::to_string(&engine.id).expect("an engine id serialises")
-    );
-    loader.get_or_build(key, || {
-        Ok(crate::engine::timing::Timing::aic(Arc::new(
-            crate::engine::timing::AicLatency::new(engine),
-        )))
-    })
-}
-
-/// The KV router's AIC prefill-load estimator for `id` (`router_prefill_load_model: "aic"`),
-/// built through `loader`: the engine is compiled and loaded once, and shared with AIC timing of
-/// the same engine. `origin` prefixes errors.
-pub fn build_prefill_load_estimator(
-    loader: &mut crate::engine::timing::TimingLoader,
-    id: &AicEngineId,
-    origin: &str,
-) -> Result<crate::router::prefill_load::PrefillLoadEstimator, InputError> {
-    let with_origin = |e: InputError| InputError::new(format!("{origin}: {}", e.0));
-    let (engine, _) = loader.aic_engines().get(id, None).map_err(with_origin)?;
-    let timing = aic_timing(loader, engine)?;
-    let latency = timing
-        .aic_latency()
-        .expect("an AIC engine's timing is AIC timing")
-        .clone();
-    Ok(crate::router::prefill_load::PrefillLoadEstimator::new(
-        latency,
-    ))
 }
 
 #[cfg(test)]

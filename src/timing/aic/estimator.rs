@@ -5,7 +5,7 @@
 //! AIC timing asks (prefill and decode latency) with whichever was loaded.
 //!
 //! Owns: the version table and the dispatch. Does not own: compiling, caching or sharing engines
-//! (`crate::aic`), or the latency model built on the answers (`engine::timing::aic`).
+//! (the `engines` module beside it), or the latency model built on the answers (`latency`).
 
 use aiconfigurator_core::engine::spec::{EngineSpec, OpSpec};
 
