@@ -1413,7 +1413,7 @@ mod tests {
     fn prompt_larger_than_the_decode_pool_is_rejected_not_stuck() {
         let text = "{\"timestamp\": 0, \"input_length\": 201, \"output_length\": 1, \
                     \"hash_ids\": [0,1,2,3,4,5,6,7,8,9,10,11,12]}\n";
-        let w = crate::workload::trace::parse_trace(text, "t.jsonl", 16).unwrap();
+        let w = crate::workload::formats::mooncake::parse_trace(text, "t.jsonl", 16).unwrap();
         let engine = |worker_type, blocks| EngineArgs {
             worker_type,
             num_gpu_blocks: blocks,

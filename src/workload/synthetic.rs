@@ -22,7 +22,7 @@
 //! sessions `session_<i>`; workload-path uuids are the request's position + 1 (session-major).
 //! Arrival speed-up is applied later by the simulator.
 
-use super::formats::BlockInterner;
+use super::blocks::BlockInterner;
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
 use rand::{Rng, SeedableRng};
@@ -136,7 +136,9 @@ fn first_arrivals(arrival: SyntheticArrival, count: u32, seed: u64) -> Option<Ve
     // `Some(rng)` = Poisson with mean gap `gap_ms`; `None` = constant gap `gap_ms`.
     let (mut poisson, gap_ms) = match arrival {
         SyntheticArrival::ClosedLoop => return None,
-        SyntheticArrival::PoissonRate(rate) => (Some(ChaCha12Rng::seed_from_u64(seed)), 1000.0 / rate),
+        SyntheticArrival::PoissonRate(rate) => {
+            (Some(ChaCha12Rng::seed_from_u64(seed)), 1000.0 / rate)
+        }
         // Burst: everything at 0.
         SyntheticArrival::IntervalMs(0.0) => (None, 0.0),
         // DynoSim's constant rate 1000/I, whose gap 1000/rate may differ from I in the last bit.
@@ -492,7 +494,11 @@ mod tests {
         let raw: [u64; 3] = std::array::from_fn(|_| rng.random::<u64>());
         assert_eq!(
             raw,
-            [11929340833334536583, 671347526917123033, 13862367672559271878]
+            [
+                11929340833334536583,
+                671347526917123033,
+                13862367672559271878
+            ]
         );
         let mut s = spec(SyntheticArrival::PoissonRate(4.0));
         s.arrival_seed = 9;
