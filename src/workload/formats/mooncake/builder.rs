@@ -2,7 +2,7 @@
 //! clamping `input_length`, grouping rows into sessions, deriving think times and normalising
 //! arrivals (the conventions listed in the [module docs](super)). Rows come from the fast
 //! reader (`scan`) or, when it gives up, the reference reader (`rows`), which also words every
-//! row error; this file reads nothing itself and owns only what spans rows.
+//! row error; this file parses no JSON itself and owns what spans rows.
 
 use super::rows::{Row, RowReader};
 use super::scan::fast_row;
