@@ -1156,7 +1156,7 @@ fn fuzz_regressions_stay_fixed() {
 
 /// What the `trace_line` fuzz target does with one input.
 fn replay_trace(data: &[u8]) {
-    use dynosim::workload::trace::{parse_trace_with, Timing};
+    use dynosim::workload::formats::mooncake::{parse_trace_with, Timing};
     let Some((&head, rest)) = data.split_first() else {
         return;
     };

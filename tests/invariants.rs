@@ -26,8 +26,8 @@ use dynosim::config::{
 };
 use dynosim::report::RequestRecord;
 use dynosim::sim::simulate;
+use dynosim::workload::formats::mooncake::{parse_trace_with, Timing};
 use dynosim::workload::synthetic::{generate, SyntheticArrival, SyntheticSpec};
-use dynosim::workload::trace::{parse_trace_with, Timing};
 use dynosim::workload::Workload;
 use proptest::prelude::*;
 

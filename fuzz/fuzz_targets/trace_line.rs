@@ -2,7 +2,7 @@
 //! `InputError`, never panic, and never accept a workload that breaks its own invariants.
 #![no_main]
 
-use dynosim::workload::trace::{parse_trace_with, Timing};
+use dynosim::workload::formats::mooncake::{parse_trace_with, Timing};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

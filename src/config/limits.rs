@@ -296,8 +296,8 @@ pub fn check_memory(floor: &MemoryFloor, budget: u64, hint: &str) -> Result<(), 
 mod tests {
     use super::*;
     use crate::config::{EngineArgs, LoadSpec, RouterConfig, RouterMode, Sla};
+    use crate::workload::formats::mooncake::parse_trace;
     use crate::workload::synthetic::SyntheticArrival;
-    use crate::workload::trace::parse_trace;
 
     fn cfg(num_workers: u32, dp: u32) -> SimConfig {
         SimConfig {

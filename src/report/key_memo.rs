@@ -5,13 +5,20 @@
 //!
 //! A bin's range runs from 64 ulps above its estimated lower edge `exp((k − 1) · ln γ)` to 64
 //! ulps below its estimated upper edge `exp(k · ln γ)`, and is used only once the key computed
-//! ([`super::sketch::key_of`]) at both ends is the bin's: then every value between has it too,
+//! ([`key_of`]) at both ends is the bin's: then every value between has it too,
 //! since the key never decreases as the value grows, which `tests` checks around every bin
 //! boundary in `[MEMO_MIN, MEMO_MAX]` (outside it, keys are computed directly). Ranges are kept
 //! in a small direct-mapped table. Values within the 64-ulp slivers take the `ln`. The memo
 //! changes how a key is found, never which key.
+//!
+//! This module owns the key of a value ([`key_of`], which the sketch uses directly too) and
+//! imports nothing of the sketch: the sketch holds a memo, never the other way round.
 
-use super::sketch::key_of;
+/// Index of a positive value: `ceil(ln v / ln γ)`. Saturating: a finite positive f64 has
+/// |ln v / ln γ| < 2^20 at α = 0.1 %.
+pub(super) fn key_of(v: f64, gamma_ln: f64) -> i32 {
+    super::rounding::ceil_i32(v.ln() / gamma_ln)
+}
 
 /// Values whose bins the memo may remember (far wider than token gaps in ms and their
 /// inverses).

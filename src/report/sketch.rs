@@ -7,7 +7,7 @@
 //! returns the bin holding the sample of rank `floor(q · (count − 1))` (no exact min/max special
 //! case: callers track those themselves). Insertion of `k` equal values is one O(1) step.
 
-use super::key_memo::KeyMemo;
+use super::key_memo::{key_of, KeyMemo};
 
 /// Relative accuracy of the report's sketches.
 pub const DEFAULT_RELATIVE_ACCURACY: f64 = 0.001;
@@ -146,12 +146,6 @@ impl Store {
             (self.max_key - self.min_key + 1) as usize
         }
     }
-}
-
-/// Index of a positive value: `ceil(ln v / ln γ)`. Saturating: a finite positive f64 has
-/// |ln v / ln γ| < 2^20 at α = 0.1 %.
-pub(super) fn key_of(v: f64, gamma_ln: f64) -> i32 {
-    super::rounding::ceil_i32(v.ln() / gamma_ln)
 }
 
 /// A DDSketch over non-negative values.

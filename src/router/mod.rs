@@ -11,8 +11,9 @@ use crate::config::{PrefillLoadModel, QueuePolicy, RouterConfig};
 use crate::engine::kv::{IdMap, KvEvent};
 use crate::timing::aic::PrefillLoadEstimator;
 use prefill_load::{sim_time_ns, PrefillLoad};
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+// The tie-break generator by name: `StdRng` may change algorithm with a `rand` upgrade.
+use rand_chacha::ChaCha12Rng;
 use rustc_hash::FxHashMap;
 
 const NO_ROW: u32 = u32::MAX;
@@ -87,7 +88,7 @@ pub struct KvRouter {
     routed: FxHashMap<u32, Routed>,
     /// DynoSim's AIC prefill-load model, when configured (`router_prefill_load_model: "aic"`).
     estimator: Option<PrefillLoadEstimator>,
-    rng: StdRng,
+    rng: ChaCha12Rng,
     scratch_overlap: Vec<u32>,
     scratch_prefill: Vec<u64>,
     scratch_alive: Vec<u64>,
@@ -125,7 +126,7 @@ impl KvRouter {
                 }
                 _ => None,
             },
-            rng: StdRng::seed_from_u64(seed),
+            rng: ChaCha12Rng::seed_from_u64(seed),
             scratch_overlap: vec![0; num_targets],
             scratch_prefill: vec![0; num_targets],
             scratch_alive: vec![0; words],

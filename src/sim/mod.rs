@@ -10,10 +10,10 @@
 mod collector;
 pub mod driver;
 pub mod early_stop;
+mod handoff;
+mod setup;
 
-use crate::config::{
-    EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
-};
+use crate::config::{KvTransferTimingMode, SimConfig, Topology};
 use crate::engine::scheduler::Scheduler;
 use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
@@ -158,9 +158,9 @@ struct Sim<'w> {
     driver: Driver,
     col: Collector,
     now: f64,
-    /// DynoSim's single-worker closed loop (see [`stamps_arrival_at_pass_end`]).
+    /// DynoSim's single-worker closed loop (see `setup::stamps_arrival_at_pass_end`).
     arrival_at_pass_end: bool,
-    /// DynoSim's single-worker runtime (see [`single_runtime`]).
+    /// DynoSim's single-worker runtime (see `setup::single_runtime`).
     single_runtime: bool,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
@@ -283,221 +283,13 @@ pub const TIME_CAP_IGNORED: &str = "--max-sim-time-seconds is ignored for agenti
      (agentic_mooncake, agentic dynamo request traces), as DynoSim 1.4.2 ignores it: the \
      simulation runs to completion";
 
-/// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime in closed loop
-/// (one aggregated worker, one DP rank, no KV router, `--replay-concurrency`). That runtime
-/// alternates "release what is due, run one pass": a request released while a pass runs (a
-/// follow-up turn whose think time ended, a session started when a slot freed) is injected, and
-/// its arrival recorded, at that pass's end, so its TTFT does not include the wait. (Its open-loop
-/// mode records the scheduled time instead, and so does the multi-worker runtime in both modes.)
-fn stamps_arrival_at_pass_end(cfg: &SimConfig) -> bool {
-    cfg.load.replay_concurrency.is_some() && single_runtime(cfg)
-}
-
-/// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime (one aggregated
-/// worker, one DP rank, no KV router) rather than its event-driven multi-worker runtime. Where
-/// the two differ in what they report: the closed-loop arrival stamp
-/// ([`stamps_arrival_at_pass_end`]) and the time cap ([`Sim::finish_single_at_cap`]).
-fn single_runtime(cfg: &SimConfig) -> bool {
-    cfg.router_mode != RouterMode::KvRouter
-        && matches!(
-            &cfg.topology,
-            Topology::Aggregated { num_workers: 1, engine } if engine.dp_size <= 1
-        )
-}
-
 /// Whether DynoSim's requests carry planned output tokens: all workloads but the simple
 /// synthetic path (spec §3.1), the only one without prompt blocks.
 fn plans_outputs(w: &Workload) -> bool {
     !w.block_ids.is_empty()
 }
 
-fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
-    if args.num_gpu_blocks == 0 || args.num_gpu_blocks > u32::MAX as u64 / 2 {
-        return Err(SimError(format!(
-            "{what}: num_gpu_blocks must be between 1 and {}",
-            u32::MAX / 2
-        )));
-    }
-    if args.block_size == 0 || args.dp_size == 0 {
-        return Err(SimError(format!(
-            "{what}: block_size and dp_size must be ≥ 1"
-        )));
-    }
-    Ok(())
-}
-
 impl<'w> Sim<'w> {
-    fn new(
-        w: &'w Workload,
-        prompts: Cow<'w, PromptBlocks>,
-        cfg: &'w SimConfig,
-        opts: SimOptions,
-    ) -> Result<Self, SimError> {
-        if let Some(why) = driver::unsupported_release(w, cfg) {
-            return Err(SimError(why.into()));
-        }
-        let kv = cfg.router_mode == RouterMode::KvRouter;
-        let mut workers = Vec::new();
-        let mut pools = Vec::new();
-        let add_pool = |workers: &mut Vec<Worker>,
-                        n: u32,
-                        args: &EngineArgs,
-                        role: Role,
-                        router_cfg: Option<RouterConfig>,
-                        seed: u64|
-         -> Result<Pool, SimError> {
-            if n == 0 {
-                return Err(SimError(
-                    "every worker pool needs at least one worker".into(),
-                ));
-            }
-            check_engine(args, "engine args")?;
-            let first = workers.len() as u32;
-            let record = kv && role != Role::Decode;
-            for _ in 0..n {
-                let ranks: Vec<_> = (0..args.dp_size)
-                    .map(|_| Scheduler::new(args, args.timing.clone(), record))
-                    .collect();
-                let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
-                workers.push(Worker {
-                    role,
-                    ranks,
-                    outputs,
-                    busy: false,
-                    stalled: false,
-                    gen: 0,
-                    stride_passes: 0,
-                    stride_ends: Vec::new(),
-                    pass_end_at: 0.0,
-                    pending_reservations: Default::default(),
-                    deferred: Vec::new(),
-                });
-            }
-            let router = match router_cfg {
-                Some(rc) => PoolRouter::Kv(Box::new(KvRouter::new(
-                    &rc,
-                    (n * args.dp_size) as usize,
-                    args.block_size,
-                    args.max_num_batched_tokens,
-                    seed,
-                ))),
-                None => PoolRouter::RoundRobin(RoundRobin::default()),
-            };
-            Ok(Pool {
-                first_worker: first,
-                num_workers: n,
-                dp: args.dp_size,
-                router,
-                queue: Vec::new(),
-            })
-        };
-        let mut router_cfg = cfg.router.clone();
-        let transfer;
-        match &cfg.topology {
-            Topology::Aggregated {
-                num_workers,
-                engine,
-            } => {
-                if let Some(p) = engine.router_queue_policy {
-                    router_cfg.router_queue_policy = p;
-                }
-                let rc = kv.then_some(router_cfg);
-                pools.push(add_pool(
-                    &mut workers,
-                    *num_workers,
-                    engine,
-                    Role::Aggregated,
-                    rc,
-                    cfg.seed,
-                )?);
-                transfer = None;
-            }
-            Topology::Disaggregated {
-                num_prefill_workers,
-                prefill,
-                num_decode_workers,
-                decode,
-            } => {
-                if let Some(p) = prefill.router_queue_policy {
-                    router_cfg.router_queue_policy = p;
-                }
-                let mut prefill_rc = router_cfg.clone();
-                prefill_rc.router_track_active_blocks = false;
-                let mut decode_rc = router_cfg;
-                decode_rc.overlap_score_credit = 0.0;
-                decode_rc.router_assume_kv_reuse = false;
-                decode_rc.router_track_prefill_tokens = false;
-                decode_rc.router_queue_threshold = None;
-                // DynoSim gives only the prefill pool's router the AIC load model.
-                decode_rc.prefill_load_estimator = None;
-                pools.push(add_pool(
-                    &mut workers,
-                    *num_prefill_workers,
-                    prefill,
-                    Role::Prefill,
-                    kv.then_some(prefill_rc),
-                    cfg.seed,
-                )?);
-                pools.push(add_pool(
-                    &mut workers,
-                    *num_decode_workers,
-                    decode,
-                    Role::Decode,
-                    kv.then_some(decode_rc),
-                    cfg.seed ^ 0xDEC0_DE00_0000_0001,
-                )?);
-                transfer = match (prefill.kv_bytes_per_token, prefill.kv_transfer_bandwidth) {
-                    (Some(bytes), Some(bw)) if bw > 0.0 => Some((
-                        bytes as f64 / (bw * 1e9) * 1000.0,
-                        prefill.kv_transfer_timing_mode,
-                    )),
-                    _ => None,
-                };
-            }
-        }
-        let destination_first = cfg.topology_is_disaggregated()
-            && workers
-                .first()
-                .is_some_and(|w| w.ranks[0].destination_first());
-        let n = w.requests.len();
-        let mut start_order: Vec<u32> = (0..workers.len() as u32)
-            .filter(|&i| workers[i as usize].role == Role::Decode)
-            .collect();
-        start_order.extend(
-            (0..workers.len() as u32).filter(|&i| workers[i as usize].role != Role::Decode),
-        );
-        Ok(Sim {
-            opts,
-            start_order,
-            w,
-            cfg,
-            workers,
-            pools,
-            heap: BinaryHeap::new(),
-            event_seq: 0,
-            capped_at: None,
-            queue_seq: 0,
-            prompts,
-            target_of: vec![u32::MAX; n],
-            handoffs: vec![
-                Handoff::default();
-                if cfg.topology_is_disaggregated() {
-                    n
-                } else {
-                    0
-                }
-            ],
-            transfer,
-            destination_first,
-            driver: Driver::new(&cfg.load),
-            arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
-            single_runtime: single_runtime(cfg),
-            col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
-            now: 0.0,
-            early: EarlyCheck::default(),
-        })
-    }
-
     fn push_event(&mut self, time: f64, kind: EventKind) {
         self.event_seq += 1;
         self.heap.push(Event {
@@ -1214,156 +1006,6 @@ impl<'w> Sim<'w> {
         }
     }
 
-    /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
-    fn handoff(&mut self, req: u32, prefill_worker: usize) {
-        if self.refuse_oversized_prompt(req, Some(prefill_worker)) {
-            return;
-        }
-        self.route_destination(req);
-    }
-
-    /// A prompt larger than a decode worker's whole KV pool can never be reserved there: the
-    /// request is rejected (like an oversized prompt on an aggregated worker) instead of
-    /// waiting forever. Returns whether it was.
-    fn refuse_oversized_prompt(&mut self, req: u32, prefill_worker: Option<usize>) -> bool {
-        let r = &self.w.requests[req as usize];
-        let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
-        if r.input_length.div_ceil(decode.block_size()) <= decode.capacity_blocks() {
-            return false;
-        }
-        if let Some(pw) = prefill_worker {
-            self.workers[pw].ranks[0].release_held(req, &self.prompts);
-            self.workers[pw].stalled = false;
-        }
-        self.col.rejected(req, self.now);
-        self.driver.on_terminal(self.w, req, self.now);
-        true
-    }
-
-    /// Picks a decode worker for a hand-off and queues the reservation of its prompt's KV.
-    fn route_destination(&mut self, req: u32) {
-        let decision = self.route(1, req);
-        let pool = &self.pools[1];
-        let wi = pool.first_worker + decision.target as u32;
-        self.col
-            .routed_decode(req, wi - pool.first_worker, decision.overlap_tokens);
-        self.handoffs[req as usize].decode_worker = wi;
-        self.workers[wi as usize]
-            .pending_reservations
-            .push_back(req);
-        // A waiting hand-off changes what the worker admits (prebuilt sequences only).
-        self.workers[wi as usize].stalled = false;
-        // A busy decode worker takes hand-offs when its pass ends.
-        if !self.workers[wi as usize].busy {
-            self.retry_reservations(wi as usize);
-        } else {
-            self.interrupt_stride(wi as usize);
-        }
-    }
-
-    /// The KV transfer delay of a hand-off (none unless the prefill args set both
-    /// `kv_bytes_per_token` and a positive `kv_transfer_bandwidth`).
-    fn transfer_delay(&self, req: u32, missing_tokens: u32) -> f64 {
-        match self.transfer {
-            Some((ms_per_token, mode)) => {
-                let tokens = match mode {
-                    KvTransferTimingMode::FullPrompt => self.w.requests[req as usize].input_length,
-                    KvTransferTimingMode::DestinationMissing => missing_tokens,
-                };
-                tokens as f64 * ms_per_token
-            }
-            None => 0.0,
-        }
-    }
-
-    /// Destination first: the prefill of a request whose decode KV is reserved has finished
-    /// (its source KV is held); the transfer starts now.
-    fn start_transfer(&mut self, req: u32) {
-        let delay = self.transfer_delay(req, self.handoffs[req as usize].missing_tokens);
-        self.push_event(self.now + delay, EventKind::HandoffActivate { req });
-    }
-
-    /// Tries to reserve the KV of the oldest hand-off waiting on decode worker `wi` (an idle
-    /// one). Like DynoSim 1.4.2 (`retry_pending_destinations_at`), one reservation per attempt:
-    /// attempts are made when a hand-off arrives at an idle worker, when a pass ends, and when a
-    /// destination is activated, so with no transfer delay the next reservation sees the blocks
-    /// of the one just activated; none while the running batch is full.
-    fn retry_reservations(&mut self, wi: usize) {
-        if let Some(&req) = self.workers[wi].pending_reservations.front() {
-            let r = &self.w.requests[req as usize];
-            let engine = &mut self.workers[wi].ranks[0];
-            if engine.running_full() {
-                return;
-            }
-            let Some(res) = engine.reserve_prebuilt(
-                req,
-                r.uuid,
-                r.input_length,
-                r.output_length,
-                &self.prompts,
-            ) else {
-                return;
-            };
-            self.workers[wi].pending_reservations.pop_front();
-            self.handoffs[req as usize].seq = res.seq;
-            self.handoffs[req as usize].missing_tokens = res.missing_tokens;
-            self.col.destination_reserved(req, self.now);
-            if self.destination_first {
-                // Only now is the prefill routed (it may wait in the prefill router's queue).
-                self.submit(0, req);
-            } else {
-                let delay = self.transfer_delay(req, res.missing_tokens);
-                self.push_event(self.now + delay, EventKind::HandoffActivate { req });
-            }
-        }
-    }
-
-    /// The KV transfer of a hand-off is complete. DynoSim activates the destination only on an
-    /// idle decode worker: a busy one takes it when its pass ends.
-    fn activate_handoff(&mut self, req: u32) {
-        let dw = self.handoffs[req as usize].decode_worker as usize;
-        if self.workers[dw].busy {
-            self.workers[dw].deferred.push(req);
-            // A running stride stops at the next pass boundary, where the activation applies.
-            self.interrupt_stride(dw);
-            return;
-        }
-        self.activate_now(req);
-    }
-
-    /// Activates a hand-off on its (idle) decode worker, then releases the source KV (deferred
-    /// to the end of the prefill worker's pass if it is busy) and retries a reservation.
-    fn activate_now(&mut self, req: u32) {
-        let h = self.handoffs[req as usize];
-        let dw = h.decode_worker as usize;
-        self.workers[dw].ranks[0].activate(h.seq, req, &self.prompts);
-        self.workers[dw].stalled = false;
-        self.col.destination_activated(req, self.now);
-        let target = self.target_of[req as usize];
-        let prefill_pool = &self.pools[0];
-        let pw = (prefill_pool.first_worker + target / prefill_pool.dp) as usize;
-        if self.workers[pw].busy {
-            self.workers[pw].deferred.push(req);
-            // A running stride (SGLang prefill workers decode their hidden tokens) stops at the
-            // next pass boundary, where the release applies.
-            self.interrupt_stride(pw);
-        } else {
-            self.release_source(req, pw);
-        }
-        self.retry_reservations(dw);
-    }
-
-    /// Frees the KV a prefill worker held for a hand-off.
-    fn release_source(&mut self, req: u32, pw: usize) {
-        self.workers[pw].ranks[0].release_held(req, &self.prompts);
-        self.workers[pw].stalled = false;
-        self.col.source_released(req, self.now);
-        if self.workers[pw].ranks[0].events_at_pass_end() && !self.workers[pw].busy {
-            // An idle worker's release reaches the router at once.
-            self.deliver_kv_events(pw);
-        }
-    }
-
     fn finish(self, wall_ms: f64) -> SimOutput {
         let (np, nd, pg, dg) = match &self.cfg.topology {
             Topology::Aggregated {
@@ -1407,13 +1049,13 @@ impl<'w> Sim<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{EngineArgs, LoadSpec, RouterConfig, Sla, WorkerType};
+    use crate::config::{EngineArgs, LoadSpec, RouterConfig, RouterMode, Sla, WorkerType};
 
     #[test]
     fn prompt_larger_than_the_decode_pool_is_rejected_not_stuck() {
         let text = "{\"timestamp\": 0, \"input_length\": 201, \"output_length\": 1, \
                     \"hash_ids\": [0,1,2,3,4,5,6,7,8,9,10,11,12]}\n";
-        let w = crate::workload::trace::parse_trace(text, "t.jsonl", 16).unwrap();
+        let w = crate::workload::formats::mooncake::parse_trace(text, "t.jsonl", 16).unwrap();
         let engine = |worker_type, blocks| EngineArgs {
             worker_type,
             num_gpu_blocks: blocks,

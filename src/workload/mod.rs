@@ -4,12 +4,11 @@
 //! A prompt's content is described by trace blocks: each block id stands for `trace_block_size`
 //! identical tokens (spec §2.2), so engine-block hashes can be derived for any engine block size.
 
+pub(crate) mod blocks;
 pub mod formats;
+mod session_streams;
 pub mod sharing;
 pub mod synthetic;
-
-/// The Mooncake reader under its historical path (`workload::trace::load_trace`, ...).
-pub use formats::mooncake as trace;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +22,8 @@ pub enum Content {
     /// its *new* input of `new_input` tokens only. Its prompt is its session's stream so far:
     /// every earlier turn's new input followed by that turn's output tokens, then this new
     /// input (`RequestSpec::input_length` is that cumulative length). See
-    /// `formats::mooncake_delta` for the tokens and the engine blocks they make.
+    /// `formats::mooncake_delta` for the tokens and `session_streams` for the engine blocks
+    /// they make.
     Delta {
         start: u32,
         len: u32,

@@ -5,7 +5,7 @@
 //! simulator keeps them as anonymous cached blocks (they still occupy KV capacity and age in the
 //! LRU) without hashing or indexing them, which is most of a long prompt.
 
-use super::formats::mooncake_delta::session_blocks;
+use super::session_streams::session_blocks;
 use super::{Content, Workload};
 use rustc_hash::FxHashMap;
 
@@ -303,8 +303,8 @@ impl Trie {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::formats::mooncake::{load_trace, parse_trace};
     use crate::workload::synthetic::{generate, SyntheticArrival, SyntheticSpec};
-    use crate::workload::trace::{load_trace, parse_trace};
 
     fn shared_counts(w: &Workload, bs: u32) -> Vec<usize> {
         let p = PromptBlocks::new(w, bs);

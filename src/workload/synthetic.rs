@@ -1,15 +1,17 @@
 //! Synthetic workloads (spec §3): the simple path (unique random prompts) and the workload path
-//! (sessions, shared-prefix groups, think time), seeded with rand 0.9 `StdRng::seed_from_u64`.
+//! (sessions, shared-prefix groups, think time), seeded with `ChaCha12Rng::seed_from_u64`
+//! (rand_chacha 0.9: the algorithm behind rand 0.9's `StdRng`, which DynoSim uses; named here so
+//! a `rand` upgrade cannot change the stream, see the test `rng_stream_is_pinned`).
 //!
 //! This module owns turning the synthetic flags of `dynosim run` into a [`Workload`]. RNG use,
 //! chosen to reproduce DynoSim 1.4.2 draw for draw:
-//! * **Arrivals** (first turns only): their own `StdRng::seed_from_u64(arrival_seed)`. The first
+//! * **Arrivals** (first turns only): their own `ChaCha12Rng::seed_from_u64(arrival_seed)`. The first
 //!   session arrives at 0; each later one adds a gap. Poisson: `−(1000/R)·ln(u)` with
 //!   `u = clamp(1 − rng.random::<f64>(), f64::MIN_POSITIVE, 1)`, one draw per gap (R−1 draws).
 //!   Fixed interval `I > 0`: DynoSim turns it into a rate `1000/I` and adds the gap `1000/rate`
 //!   cumulatively, so arrival k is a running sum (equal to `k·I` up to rounding); `I = 0` is a
 //!   burst at 0. Closed loop: no timestamps (`first_arrival_ms = None`).
-//! * **Content** (workload path only): `StdRng::seed_from_u64(42)`, independent of
+//! * **Content** (workload path only): `ChaCha12Rng::seed_from_u64(42)`, independent of
 //!   `arrival_seed`. Per session, in session order, when `num_prefix_groups > 0` and
 //!   `shared_prefix_ratio > 0`, exactly one draw `rng.random_range(0..num_prefix_groups)` with a
 //!   `u32` range. (DynoSim draws from a `usize` range; rand 0.9 samples a `usize` range whose
@@ -20,11 +22,11 @@
 //! sessions `session_<i>`; workload-path uuids are the request's position + 1 (session-major).
 //! Arrival speed-up is applied later by the simulator.
 
-use super::formats::BlockInterner;
+use super::blocks::BlockInterner;
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Serialize};
 
 /// How first-turn arrivals of a synthetic workload are timed.
@@ -134,7 +136,9 @@ fn first_arrivals(arrival: SyntheticArrival, count: u32, seed: u64) -> Option<Ve
     // `Some(rng)` = Poisson with mean gap `gap_ms`; `None` = constant gap `gap_ms`.
     let (mut poisson, gap_ms) = match arrival {
         SyntheticArrival::ClosedLoop => return None,
-        SyntheticArrival::PoissonRate(rate) => (Some(StdRng::seed_from_u64(seed)), 1000.0 / rate),
+        SyntheticArrival::PoissonRate(rate) => {
+            (Some(ChaCha12Rng::seed_from_u64(seed)), 1000.0 / rate)
+        }
         // Burst: everything at 0.
         SyntheticArrival::IntervalMs(0.0) => (None, 0.0),
         // DynoSim's constant rate 1000/I, whose gap 1000/rate may differ from I in the last bit.
@@ -199,7 +203,7 @@ fn workload_path(
     block_size: u32,
     arrivals: Option<Vec<f64>>,
 ) -> Result<Workload, InputError> {
-    let mut rng = StdRng::seed_from_u64(CONTENT_SEED);
+    let mut rng = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
     let num_blocks = spec.input_tokens.div_ceil(block_size);
     let prefix_blocks =
         ((f64::from(num_blocks) * spec.shared_prefix_ratio).round() as u32).min(num_blocks);
@@ -361,8 +365,8 @@ mod tests {
 
     #[test]
     fn poisson_gap_formula() {
-        // First gap = -(1000/R) ln(1 - U) with U the first f64 of StdRng(seed).
-        let mut rng = StdRng::seed_from_u64(9);
+        // First gap = -(1000/R) ln(1 - U) with U the first f64 of ChaCha12Rng(seed).
+        let mut rng = ChaCha12Rng::seed_from_u64(9);
         let u: f64 = rng.random();
         let mut s = spec(SyntheticArrival::PoissonRate(4.0));
         s.arrival_seed = 9;
@@ -416,7 +420,7 @@ mod tests {
         let w = generate(&s, 64).unwrap();
 
         // Reproduce the documented draw sequence: one u32 range draw per session.
-        let mut rng = StdRng::seed_from_u64(42);
+        let mut rng = ChaCha12Rng::seed_from_u64(42);
         let groups: Vec<u32> = (0..40).map(|_| rng.random_range(0..4u32)).collect();
         assert!(groups.iter().any(|&g| g != groups[0]));
 
@@ -456,7 +460,7 @@ mod tests {
     fn group_draw_sequence_is_pinned() {
         // Documents the content-RNG stream (seed 42, u32 range 0..10): the first ten sessions'
         // groups. Changing the RNG, the seed or the range type changes these values.
-        let mut rng = StdRng::seed_from_u64(CONTENT_SEED);
+        let mut rng = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
         let draws: Vec<u32> = (0..10).map(|_| rng.random_range(0..10u32)).collect();
         let mut s = spec(SyntheticArrival::IntervalMs(0.0));
         s.request_count = 10;
@@ -473,7 +477,7 @@ mod tests {
             }
         }
         // usize ranges below 2^32 sample exactly like u32 ranges in rand 0.9.
-        let mut r2 = StdRng::seed_from_u64(CONTENT_SEED);
+        let mut r2 = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
         let as_usize: Vec<u32> = (0..10)
             .map(|_| r2.random_range(0..10usize) as u32)
             .collect();
@@ -481,7 +485,41 @@ mod tests {
         assert_eq!(draws, PINNED_GROUPS_SEED42_OF10);
     }
 
-    /// `StdRng::seed_from_u64(42)` + `random_range(0..10u32)` x 10 under rand 0.9.5.
+    #[test]
+    fn rng_stream_is_pinned() {
+        // The stream every seeded draw comes from (here and in the KV router's tie break), and
+        // the Poisson arrivals it gives, as rand 0.9's `StdRng` made them: an upgrade of rand or
+        // rand_chacha that changes a single bit fails here rather than shifting every report.
+        let mut rng = ChaCha12Rng::seed_from_u64(9);
+        let raw: [u64; 3] = std::array::from_fn(|_| rng.random::<u64>());
+        assert_eq!(
+            raw,
+            [
+                11929340833334536583,
+                671347526917123033,
+                13862367672559271878
+            ]
+        );
+        let mut s = spec(SyntheticArrival::PoissonRate(4.0));
+        s.arrival_seed = 9;
+        s.request_count = 4;
+        let w = generate(&s, 64).unwrap();
+        let bits: Vec<Option<u64>> = arrivals(&w)
+            .into_iter()
+            .map(|a| a.map(f64::to_bits))
+            .collect();
+        assert_eq!(
+            bits,
+            [
+                Some(0),
+                Some(4643283395948550829),
+                Some(4643446442955589174),
+                Some(4648642183691050572)
+            ]
+        );
+    }
+
+    /// `ChaCha12Rng::seed_from_u64(42)` + `random_range(0..10u32)` x 10 under rand 0.9.5.
     const PINNED_GROUPS_SEED42_OF10: [u32; 10] = [1, 5, 2, 5, 8, 6, 9, 4, 9, 0];
 
     #[test]

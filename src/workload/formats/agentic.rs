@@ -15,8 +15,9 @@
 //!   influence replay; they are ignored here too.
 //! * Rows keep file order: same-time releases go in file order.
 
-use super::{content_of, describe, for_each_line, parse_json_line, BlockInterner};
+use super::{content_of, describe, for_each_line, parse_json_line};
 use crate::error::InputError;
+use crate::workload::blocks::BlockInterner;
 use crate::workload::{Dependencies, RequestSpec, SessionSpec, Workload};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};

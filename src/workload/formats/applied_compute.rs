@@ -16,8 +16,9 @@
 //!   entries; latencies must be finite and non-negative. Unknown fields are ignored.
 
 use super::agentic::{check_block_size, Fields};
-use super::{content_of, describe, for_each_line, parse_json_line, BlockInterner};
+use super::{content_of, describe, for_each_line, parse_json_line};
 use crate::error::InputError;
+use crate::workload::blocks::BlockInterner;
 use crate::workload::{RequestSpec, SessionSpec, Workload};
 use serde_json::Value;
 use std::path::Path;

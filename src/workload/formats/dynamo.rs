@@ -21,8 +21,9 @@
 //!   the trace (an agentic workload, see `agentic.rs`). Mixing both kinds is an error.
 
 use super::agentic::{AgenticBuilder, AgenticRow, Fields};
-use super::{content_of, describe, for_each_line, BlockInterner, Timing};
+use super::{content_of, describe, for_each_line, Timing};
 use crate::error::InputError;
+use crate::workload::blocks::BlockInterner;
 use crate::workload::{RequestSpec, SessionSpec, Workload};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};

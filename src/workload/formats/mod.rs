@@ -1,7 +1,8 @@
 //! Trace files: one module per `--trace-format`, each turning its records into the same shared
 //! [`Workload`] (requests, prompt blocks, sessions, dependencies). This module owns what they share:
-//! which format and files to read ([`TraceSpec`]), reading lines of plain or gzip files with
-//! `file:line` errors, and interning raw block ids ([`BlockInterner`]).
+//! which format and files to read ([`TraceSpec`]), and reading lines of plain or gzip files with
+//! `file:line` errors. Formats only parse: what a simulation reads of a workload (interned block
+//! ids, the engine blocks of session streams) lives in `workload/`, which never calls back here.
 //!
 //! * [`mooncake`]: Mooncake JSONL rows, single- and multi-turn (spec §2.1–2.3).
 //! * [`mooncake_delta`]: Mooncake rows whose later turns carry only the new input (spec §2.4).
@@ -15,11 +16,9 @@ pub mod dynamo;
 pub mod mooncake;
 pub mod mooncake_delta;
 
-use super::{Content, Workload};
+use super::Workload;
 use crate::error::InputError;
-use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
-use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -197,75 +196,6 @@ pub(crate) fn parse_json_line<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Raw ids below this are interned through a table indexed by the raw id (grown on demand, so at
-/// most 8 MiB), the others through a hash map. Mooncake traces and the synthetic generator number
-/// their blocks densely from 0 or 1, so nearly every lookup is a plain table read.
-const DIRECT_LIMIT: u64 = 1 << 21;
-
-/// Marks a raw id of the direct table that has not been seen yet.
-const UNSEEN: u32 = u32::MAX;
-
-/// Interns raw 64-bit block ids to dense `u32` ids in first-seen order.
-#[derive(Debug, Default)]
-pub(crate) struct BlockInterner {
-    /// Dense id of each raw id below [`DIRECT_LIMIT`] (index = raw id), or [`UNSEEN`].
-    direct: Vec<u32>,
-    /// Dense ids of the raw ids from [`DIRECT_LIMIT`] on.
-    map: HashMap<u64, u32>,
-    /// Number of distinct raw ids interned so far (the next dense id).
-    distinct: usize,
-    /// Interned ids of all stored prompts, referenced by `Content::Blocks`.
-    pub(crate) block_ids: Vec<u32>,
-}
-
-impl BlockInterner {
-    /// Appends the interned ids of `raw` to `block_ids`; returns the content reference, or `None`
-    /// when the id space or the store would exceed `u32`.
-    pub(crate) fn push_prompt(&mut self, raw: impl IntoIterator<Item = u64>) -> Option<Content> {
-        let start = u32::try_from(self.block_ids.len()).ok()?;
-        for id in raw {
-            let dense = if id < DIRECT_LIMIT {
-                let i = id as usize;
-                if i >= self.direct.len() {
-                    let len = (i + 1).next_power_of_two().max(1024);
-                    self.direct.resize(len.min(DIRECT_LIMIT as usize), UNSEEN);
-                }
-                match self.direct[i] {
-                    UNSEEN => {
-                        let d = Self::next_dense(&mut self.distinct)?;
-                        self.direct[i] = d;
-                        d
-                    }
-                    d => d,
-                }
-            } else {
-                match self.map.entry(id) {
-                    Entry::Occupied(e) => *e.get(),
-                    Entry::Vacant(e) => *e.insert(Self::next_dense(&mut self.distinct)?),
-                }
-            };
-            self.block_ids.push(dense);
-        }
-        let len = u32::try_from(self.block_ids.len() - start as usize).ok()?;
-        start.checked_add(len)?;
-        Some(Content::Blocks { start, len })
-    }
-
-    /// Takes the next dense id. `None` from the 2^32-th distinct id on: its own dense id would be
-    /// [`UNSEEN`], and the prompt interning it cannot be stored anyway (every interned id is also
-    /// in `block_ids`, which would then exceed `u32` indices, so `push_prompt` fails either way).
-    fn next_dense(distinct: &mut usize) -> Option<u32> {
-        let d = u32::try_from(*distinct).ok().filter(|&d| d != UNSEEN)?;
-        *distinct += 1;
-        Some(d)
-    }
-
-    pub(crate) fn num_distinct(&self) -> u32 {
-        // push_prompt never lets the count grow past u32::MAX.
-        u32::try_from(self.distinct).unwrap_or(u32::MAX)
-    }
-}
-
 /// Short description of a JSON value's type, for error messages.
 pub(crate) fn describe(v: &Value) -> String {
     match v {
@@ -289,26 +219,5 @@ pub(crate) fn describe(v: &Value) -> String {
         Value::String(_) => "a string".into(),
         Value::Array(_) => "a list".into(),
         Value::Object(_) => "an object".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interner_direct_table_and_map_agree() {
-        // Ids below and above DIRECT_LIMIT interleaved keep the first-seen numbering.
-        let mut i = BlockInterner::default();
-        let big = DIRECT_LIMIT;
-        let a = i
-            .push_prompt([5, big, 5, u64::MAX, 0, big + 1, big])
-            .unwrap();
-        let b = i.push_prompt([DIRECT_LIMIT - 1, u64::MAX, 1]).unwrap();
-        assert_eq!(a, Content::Blocks { start: 0, len: 7 });
-        assert_eq!(b, Content::Blocks { start: 7, len: 3 });
-        assert_eq!(i.block_ids, [0, 1, 0, 2, 3, 4, 1, 5, 2, 6]);
-        assert_eq!(i.num_distinct(), 7);
-        assert!(i.direct.len() <= DIRECT_LIMIT as usize);
     }
 }
