@@ -6,6 +6,8 @@
 //! -> `sim::simulate` (engines, router, event loop) -> `report` (statistics, table, JSON)
 //! -> `sweep` (grid of points, leaderboards, report.html) -> `compare` (two reports or folders).
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod compare;
 pub mod config;
