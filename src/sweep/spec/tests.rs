@@ -14,11 +14,11 @@ const ISSUE_GRID: &str = r#"
 workload: {input_tokens: 100, output_tokens: 10, request_count: 5, request_rate: 1}
 grid:
   topology:
-- {mode: aggregated, num_workers: [2, 4, 8]}
-- {mode: disaggregated, num_prefill_workers: [1, 2], num_decode_workers: [2, 4]}
+    - {mode: aggregated, num_workers: [2, 4, 8]}
+    - {mode: disaggregated, num_prefill_workers: [1, 2], num_decode_workers: [2, 4]}
   routing:
-- {router_mode: round_robin}
-- {router_mode: kv_router, router.overlap_score_weight: [0.5, 1.0, 2.0]}
+    - {router_mode: round_robin}
+    - {router_mode: kv_router, router.overlap_score_weight: [0.5, 1.0, 2.0]}
   engine.max_num_seqs: [128, 256]
   workload.arrival_speedup_ratio: [1, 2]
 "#;
@@ -60,22 +60,22 @@ fn issue_grid_sizes_and_order() {
     assert_eq!(s.grid_size(), Some(7 * 4 * 2 * 2));
     // Last axis fastest.
     assert_eq!(
-        params_text(&s, 0),
-        "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
-    );
+            params_text(&s, 0),
+            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
+        );
     assert_eq!(
-        params_text(&s, 1),
-        "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=2"
-    );
+            params_text(&s, 1),
+            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=2"
+        );
     assert_eq!(
-        params_text(&s, 2),
-        "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=256 workload.arrival_speedup_ratio=1"
-    );
+            params_text(&s, 2),
+            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=256 workload.arrival_speedup_ratio=1"
+        );
     // Point 4 = routing choice 1 (kv_router, weight 0.5).
     assert_eq!(
-        params_text(&s, 4),
-        "mode=\"aggregated\" num_workers=2 router_mode=\"kv_router\" router.overlap_score_weight=0.5 engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
-    );
+            params_text(&s, 4),
+            "mode=\"aggregated\" num_workers=2 router_mode=\"kv_router\" router.overlap_score_weight=0.5 engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
+        );
     // Topology choice 3 = first disaggregated bundle point; inside it the last key is fastest.
     let per_topology = 4 * 2 * 2;
     assert!(params_text(&s, 3 * per_topology)
@@ -85,9 +85,9 @@ fn issue_grid_sizes_and_order() {
     assert!(params_text(&s, 5 * per_topology)
         .starts_with("mode=\"disaggregated\" num_prefill_workers=2 num_decode_workers=2 "));
     assert_eq!(
-        params_text(&s, 7 * per_topology - 1),
-        "mode=\"disaggregated\" num_prefill_workers=2 num_decode_workers=4 router_mode=\"kv_router\" router.overlap_score_weight=2.0 engine.max_num_seqs=256 workload.arrival_speedup_ratio=2"
-    );
+            params_text(&s, 7 * per_topology - 1),
+            "mode=\"disaggregated\" num_prefill_workers=2 num_decode_workers=4 router_mode=\"kv_router\" router.overlap_score_weight=2.0 engine.max_num_seqs=256 workload.arrival_speedup_ratio=2"
+        );
     assert_eq!(
         s.param_columns(),
         vec![
@@ -237,10 +237,10 @@ fn axes_setting_the_same_parameter_are_refused() {
 #[test]
 fn objectives_and_bounds() {
     let s = parse(
-        "slo: {ttft_ms: 2000, itl_ms: 40}\nrequire: {p99_ttft_ms: {max: 10000}, completed_requests: {min: 1}}\n\
-         rank_by: [max goodput_request_throughput_rps, min mean_ttft_ms]\npareto: [max output_throughput_tok_s_per_gpu, min gpus]\n",
-    )
-    .unwrap();
+            "slo: {ttft_ms: 2000, itl_ms: 40}\nrequire: {p99_ttft_ms: {max: 10000}, completed_requests: {min: 1}}\n\
+             rank_by: [max goodput_request_throughput_rps, min mean_ttft_ms]\npareto: [max output_throughput_tok_s_per_gpu, min gpus]\n",
+        )
+        .unwrap();
     assert_eq!(s.require.len(), 2);
     assert_eq!(s.require[0].max, Some(10000.0));
     assert_eq!(
