@@ -96,6 +96,13 @@ pub fn watch(mode: OnSignal) -> u64 {
     RECEIVED.load(Ordering::SeqCst)
 }
 
+/// Ends the process with `code`: how a sweep whose running points outlast its grace period
+/// ends once it has written the leaderboards of the finished ones (the sweep decides the code;
+/// only this module and `main.rs` end the process).
+pub fn end_process(code: i32) -> ! {
+    std::process::exit(code)
+}
+
 /// Whether a signal arrived since `baseline` (a value [`watch`] returned).
 pub fn stop_requested(baseline: u64) -> bool {
     RECEIVED.load(Ordering::SeqCst) > baseline

@@ -14,18 +14,18 @@
 //! bracket it has, and its row says `non_monotone` in `reason`.
 
 use super::archive;
-use super::execute::execute;
+use super::execute::{execute, reuse, run_one, stop_bounds, Backend};
+use super::expand::{dry_run_text, resolve_points, trace_identities};
+use super::output::{
+    check_output_dir, finish_sweep, output_dir, prepare_folder, unwritable, RunContext,
+};
 use super::record::{
     parse_points_with, workload_identity, write_atomic, PointRecord, PointsWriter, SearchOutcome,
     Status,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
-use super::runner::{
-    check_output_dir, dry_run_text, output_dir, prepare_folder, reuse, run_one, stop_bounds,
-    trace_identities, unwritable, write_leaderboards, Backend,
-};
 use super::spec::{CapacitySearch, Spec};
-use super::{SweepError, SweepOptions, SweepOutcome};
+use super::{Stop, SweepError, SweepOptions, SweepOutcome};
 use crate::error::InputError;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::Workload;
@@ -389,10 +389,11 @@ pub(crate) fn run_search(
     total: u64,
     shard: Option<(u32, u32)>,
     backend: &Backend,
-    stop: &(dyn Fn() -> bool + Sync),
+    stop: &Stop,
 ) -> Result<SweepOutcome, SweepError> {
+    let stop = stop.requested;
     let at_low = spec_at(spec, search, search.low);
-    let points = super::runner::resolve_points(&at_low, total, shard)?;
+    let points = resolve_points(&at_low, total, shard)?;
     let mut outcome = SweepOutcome {
         points: points.len() as u64,
         ..Default::default()
@@ -466,7 +467,14 @@ pub(crate) fn run_search(
     } else {
         archive::Previous::default()
     };
-    let writer = prepare_folder(&dir, spec, total, shard, &earlier, &mut settled)?;
+    let run = RunContext {
+        dir: &dir,
+        spec,
+        points_total: total,
+        shard,
+        quiet: opts.quiet,
+    };
+    let writer = prepare_folder(&run, &earlier, &mut settled)?;
     let probes = PointsWriter::open(&dir.join(PROBES_FILE)).map_err(|e| unwritable(&dir, e))?;
 
     let ctx = Ctx {
@@ -499,23 +507,8 @@ pub(crate) fn run_search(
     let mut records = settled;
     records.extend(finished);
     records.sort_by_key(|r| r.point);
-    outcome.interrupted = interrupted;
-    outcome.not_run = outcome.points - records.len() as u64;
-    outcome.count_statuses(&records);
-    outcome.output = Some(dir.clone());
-    write_leaderboards(
-        &dir,
-        spec,
-        total,
-        shard,
-        &records,
-        interrupted,
-        &[],
-        opts.quiet,
-    )?;
-    if !opts.quiet {
-        println!("{}", outcome.summary());
-    }
+    // A search reuses probes, not rows: no point counts as taken from the earlier run.
+    finish_sweep(&run, &mut outcome, records, 0, interrupted)?;
     Ok(outcome)
 }
 

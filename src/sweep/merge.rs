@@ -2,11 +2,11 @@
 //! the leaderboards of all their points. Duplicated points must agree (host-dependent report
 //! fields aside); the merged `leaderboard.csv` is byte-identical to a single whole run's.
 
+use super::output::{write_leaderboards, RunContext};
 use super::record::{
     read_points, record_line, write_atomic, PointRecord, SweepMeta, DYNOSIM_VERSION, META_FILE,
     POINTS_FILE, SPEC_FILE,
 };
-use super::runner::write_leaderboards;
 use super::spec::{parse_spec, sha256_hex};
 use super::SweepError;
 use crate::error::InputError;
@@ -258,7 +258,14 @@ pub(crate) fn merge_dirs(
         let text: String = missing.iter().map(|m| format!("{m}\n")).collect();
         write_atomic(&missing_path, text.as_bytes()).map_err(io)?;
     }
-    write_leaderboards(out, &spec, total, None, &records, false, &missing, quiet)?;
+    let run = RunContext {
+        dir: out,
+        spec: &spec,
+        points_total: total,
+        shard: None,
+        quiet,
+    };
+    write_leaderboards(&run, &records, false, &missing)?;
     if !missing.is_empty() {
         let shown: Vec<String> = missing.iter().take(20).map(|m| m.to_string()).collect();
         eprintln!(

@@ -2,12 +2,16 @@
 //! simulated independently on a rayon pool over the shared read-only workload, ranked into
 //! leaderboards. Shards of one grid run on different machines and are merged afterwards.
 //!
-//! Stages, in data-flow order: expand (`spec`: YAML -> validated spec and its grid; `resolve`:
-//! point -> `SimConfig` + workload + verdict), plan (`runner`: which simulations to run — every
-//! grid point once, or a capacity search's probes), execute (`execute`: the units of work on a
-//! rayon pool), record (`record`: points.jsonl and the output folder's files), rank
-//! (`leaderboard`: feasibility, ranking, Pareto), write (`leaderboard`: CSV/JSON), and `merge`.
-//! `values` (how values are written as text) is the leaf every stage shares; `columns` orders the
+//! Stages, in data-flow order: `spec` (YAML -> validated spec and its grid); `runner` (the
+//! dispatch: spec checks, then one of two planners); `expand` (the grid's points, resolved by
+//! `resolve`: point -> `SimConfig` + workload + verdict; the dry-run listing); the planners, peers
+//! that never import each other — `grid` (every point once) and `capacity` (a capacity search's
+//! probes per point); `execute` (the one executor both use: `Backend`, `run_one`, reuse of
+//! earlier results, early-stop bounds, the rayon pool); `output` (the output folder: prepared
+//! before anything runs, leaderboards written at the end); `record` (points.jsonl and the
+//! folder's files); `leaderboard` (feasibility, ranking, Pareto; CSV/JSON); and `merge`.
+//! `types` holds the leaves every stage shares (`SweepOptions`, `SweepOutcome`, `SweepError`);
+//! `values` (how values are written as text) is shared too; `columns` orders the
 //! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
 //! table a sweep prints), `markdown` (leaderboard.md), `html` (report.html); `folder` reads a
 //! finished output folder back (`dynosim report`, `compare`).
@@ -20,180 +24,28 @@ pub mod capacity;
 pub mod columns;
 pub mod console;
 pub mod execute;
+pub mod expand;
 pub mod folder;
+pub mod grid;
 pub mod html;
 pub mod leaderboard;
 pub mod markdown;
 pub mod merge;
+pub mod output;
 pub mod progress;
 pub mod record;
 pub mod resolve;
 pub mod runner;
 pub mod spec;
+pub mod types;
 pub mod values;
 
-use crate::error::InputError;
+pub(crate) use types::Stop;
+pub use types::{
+    SweepError, SweepOptions, SweepOutcome, DEFAULT_MAX_POINTS, DEFAULT_PROGRESS_EVERY,
+};
+
 use std::path::{Path, PathBuf};
-
-/// Default of `--max-points`.
-pub const DEFAULT_MAX_POINTS: u64 = 1_000_000;
-/// Default of `--progress-every`.
-pub const DEFAULT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The options of `dynosim sweep`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SweepOptions {
-    /// The spec file.
-    pub spec: PathBuf,
-    /// `-o DIR`: overrides the spec's `output`.
-    pub output: Option<PathBuf>,
-    /// `-j N`: worker threads (default: all cores).
-    pub jobs: Option<usize>,
-    /// `--resume`: skip points already in `points.jsonl` with the same configuration hash.
-    pub resume: bool,
-    /// `--shard K/N`: run only the points with `id % N == K`.
-    pub shard: Option<(u32, u32)>,
-    /// `--dry-run`: print the expanded grid and the count; write nothing.
-    pub dry_run: bool,
-    /// `--print-output-dir`: print the folder the sweep would write to; write nothing.
-    pub print_output_dir: bool,
-    /// `--max-points N`: refuse a larger grid before expanding it.
-    pub max_points: u64,
-    /// `--quiet`: no progress bar, no table.
-    pub quiet: bool,
-    /// Stop a simulation once it certainly misses a `require` bound (off: `--no-early-stop`).
-    pub early_stop: bool,
-    /// `--stop-grace S`: after Ctrl-C or SIGTERM, how long running points may take to finish
-    /// before the leaderboards are written without them and the process exits (none: wait).
-    pub stop_grace: Option<std::time::Duration>,
-    /// `--progress-every S`: seconds between plain progress lines when stderr is not a terminal.
-    pub progress_every: std::time::Duration,
-}
-
-impl SweepOptions {
-    /// Options with every flag at its default.
-    pub fn new(spec: impl Into<PathBuf>) -> Self {
-        SweepOptions {
-            spec: spec.into(),
-            output: None,
-            jobs: None,
-            resume: false,
-            shard: None,
-            dry_run: false,
-            print_output_dir: false,
-            max_points: DEFAULT_MAX_POINTS,
-            quiet: false,
-            early_stop: true,
-            stop_grace: None,
-            progress_every: DEFAULT_PROGRESS_EVERY,
-        }
-    }
-}
-
-/// What a sweep did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SweepOutcome {
-    /// Points in this run (the shard's when sharded).
-    pub points: u64,
-    pub ok: u64,
-    pub infeasible: u64,
-    pub skipped: u64,
-    pub invalid: u64,
-    pub failed: u64,
-    /// Capacity search: points that miss a bound at the knob's low / meet every bound at its high.
-    pub below_range: u64,
-    pub above_range: u64,
-    /// Points taken from an earlier run (`--resume`).
-    pub reused: u64,
-    /// Points not simulated (interrupted, or a dry run).
-    pub not_run: u64,
-    /// Ctrl-C or SIGTERM stopped the sweep early.
-    pub interrupted: bool,
-    /// The signal that stopped it (none: Ctrl-C in tests, or not stopped).
-    pub signal: Option<i32>,
-    /// The output folder (none for a dry run).
-    pub output: Option<PathBuf>,
-}
-
-impl SweepOutcome {
-    /// Adds each record's status to its count.
-    pub(crate) fn count_statuses(&mut self, records: &[record::PointRecord]) {
-        use record::Status;
-        for r in records {
-            *match r.status {
-                Status::Ok => &mut self.ok,
-                Status::Infeasible => &mut self.infeasible,
-                Status::Skipped => &mut self.skipped,
-                Status::Invalid => &mut self.invalid,
-                Status::Failed => &mut self.failed,
-                Status::BelowRange => &mut self.below_range,
-                Status::AboveRange => &mut self.above_range,
-            } += 1;
-        }
-    }
-
-    /// 128 + the signal when stopped by one (130 for Ctrl-C, 143 for SIGTERM), 1 when any point
-    /// failed, else 0.
-    pub fn exit_code(&self) -> i32 {
-        if self.interrupted {
-            crate::signals::exit_code_for(self.signal.unwrap_or(2))
-        } else if self.failed > 0 {
-            1
-        } else {
-            0
-        }
-    }
-
-    /// One line for the console.
-    pub fn summary(&self) -> String {
-        let mut s = format!(
-            "{} points: {} ok, {} infeasible, {} skipped, {} invalid, {} failed",
-            self.points, self.ok, self.infeasible, self.skipped, self.invalid, self.failed
-        );
-        if self.below_range + self.above_range > 0 {
-            s.push_str(&format!(
-                ", {} below_range, {} above_range",
-                self.below_range, self.above_range
-            ));
-        }
-        if self.reused > 0 {
-            s.push_str(&format!(" ({} from the earlier run)", self.reused));
-        }
-        if let Some(o) = &self.output {
-            s.push_str(&format!(
-                "; leaderboard: {}",
-                o.join(record::CSV_FILE).display()
-            ));
-        }
-        if self.interrupted {
-            s.push_str(&format!(
-                "\ninterrupted: {} points not run; finish with --resume",
-                self.not_run
-            ));
-        }
-        s
-    }
-}
-
-/// Why a sweep or a merge could not be done.
-#[derive(Debug, thiserror::Error)]
-pub enum SweepError {
-    /// A bad spec, option or input folder (exit 2), found before anything ran.
-    #[error("{0}")]
-    Input(#[from] InputError),
-    /// Results could not be written (exit 1).
-    #[error("{0}")]
-    Io(String),
-}
-
-impl SweepError {
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SweepError::Input(_) => 2,
-            SweepError::Io(_) => 1,
-        }
-    }
-}
 
 /// Parses `--shard K/N` (for the CLI's value parser).
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
@@ -213,16 +65,23 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 pub fn run_sweep(opts: &SweepOptions) -> Result<SweepOutcome, SweepError> {
     if opts.print_output_dir {
         let spec = spec::load_spec(&opts.spec)?;
-        println!("{}", runner::output_dir(&spec, opts).display());
+        println!("{}", output::output_dir(&spec, opts).display());
         return Ok(SweepOutcome::default());
     }
     if opts.dry_run {
-        return runner::run_with(opts, &runner::REAL_BACKEND, &|| false);
+        let stop = Stop {
+            requested: &|| false,
+            end_process: crate::signals::end_process,
+        };
+        return runner::run_with(opts, &execute::REAL_BACKEND, &stop);
     }
     let baseline = crate::signals::watch(crate::signals::OnSignal::Graceful);
-    let mut outcome = runner::run_with(opts, &runner::REAL_BACKEND, &move || {
-        crate::signals::stop_requested(baseline)
-    })?;
+    let requested = move || crate::signals::stop_requested(baseline);
+    let stop = Stop {
+        requested: &requested,
+        end_process: crate::signals::end_process,
+    };
+    let mut outcome = runner::run_with(opts, &execute::REAL_BACKEND, &stop)?;
     if outcome.interrupted {
         outcome.signal = crate::signals::last_signal();
     }

@@ -17,6 +17,9 @@ use serde_yaml::Value as Yaml;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+mod search;
+use search::{check_search, parse_search};
+
 /// Keys allowed at the top level of a spec.
 pub const TOP_LEVEL_KEYS: &[&str] = &[
     "name",
@@ -977,49 +980,7 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
         }
         _ => return Err(ctx.err("", "expected a mapping of spec keys at the top level")),
     };
-    let stem = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "sweep".to_string());
-    let mut spec = Spec {
-        file: file.to_path_buf(),
-        dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),
-        text: text.to_string(),
-        sha256: sha256_hex(text.as_bytes()),
-        name: stem,
-        seed: DEFAULT_SEED,
-        mode: Mode::Aggregated,
-        num_workers: 1,
-        num_prefill_workers: 1,
-        num_decode_workers: 1,
-        router_mode: RouterMode::RoundRobin,
-        workload: Map::new(),
-        engine: Map::new(),
-        prefill_engine: Map::new(),
-        decode_engine: Map::new(),
-        router: Map::new(),
-        axes: Vec::new(),
-        max_gpus: None,
-        sla: Sla::default(),
-        require: Vec::new(),
-        rank_by: vec![Objective {
-            maximize: true,
-            metric: "output_throughput_tok_s".into(),
-        }],
-        pareto: vec![
-            Objective {
-                maximize: true,
-                metric: "output_throughput_tok_s_per_gpu".into(),
-            },
-            Objective {
-                maximize: true,
-                metric: "mean_output_token_throughput_per_user".into(),
-            },
-        ],
-        output: None,
-        search: None,
-        group_by: Vec::new(),
-    };
+    let mut spec = default_spec(text, file);
     // Keys that need the slo (goodput metrics) are read after it.
     let mut deferred: Vec<(&str, &Yaml)> = Vec::new();
     for (k, v) in &top {
@@ -1058,20 +1019,7 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                         _ => RouterMode::RoundRobin,
                     };
             }
-            "workload" => {
-                let m = json_object(&ctx, v, "workload")?;
-                for (wk, wv) in &m {
-                    let wpath = join("workload", wk);
-                    if !WORKLOAD_KEYS.contains(&wk.as_str()) {
-                        return Err(ctx.err(
-                            &wpath,
-                            format!("unknown workload key{}", suggestion(wk, WORKLOAD_KEYS)),
-                        ));
-                    }
-                    check_workload_value(&ctx, wk, wv, &wpath)?;
-                }
-                spec.workload = m;
-            }
+            "workload" => spec.workload = parse_workload(&ctx, v)?,
             "engine" => spec.engine = json_object(&ctx, v, key)?,
             "prefill_engine" => spec.prefill_engine = json_object(&ctx, v, key)?,
             "decode_engine" => spec.decode_engine = json_object(&ctx, v, key)?,
@@ -1084,52 +1032,8 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                     }
                 }
             }
-            "constraints" => {
-                if let Some(m) = mapping(&ctx, v, key)? {
-                    for (ck, cv) in m {
-                        let ck = key_str(&ctx, ck, key)?;
-                        let cpath = join(key, ck);
-                        match ck {
-                            "max_gpus" => {
-                                let j = yaml_to_json(&ctx, cv, &cpath)?;
-                                spec.max_gpus = Some(expect_uint(&ctx, &j, &cpath, 1, u64::MAX)?);
-                            }
-                            _ => {
-                                return Err(ctx.err(
-                                    &cpath,
-                                    format!("unknown constraint{}", suggestion(ck, &["max_gpus"])),
-                                ))
-                            }
-                        }
-                    }
-                }
-            }
-            "slo" => {
-                if let Some(m) = mapping(&ctx, v, key)? {
-                    for (sk, sv) in m {
-                        let sk = key_str(&ctx, sk, key)?;
-                        let spath = join(key, sk);
-                        let j = yaml_to_json(&ctx, sv, &spath)?;
-                        let x = expect_float(&ctx, &j, &spath, "a finite number >= 0 (ms)", |x| {
-                            x.is_finite() && x >= 0.0
-                        })?;
-                        match sk {
-                            "ttft_ms" => spec.sla.ttft_ms = Some(x),
-                            "itl_ms" => spec.sla.itl_ms = Some(x),
-                            "e2e_ms" => spec.sla.e2e_ms = Some(x),
-                            _ => {
-                                return Err(ctx.err(
-                                    &spath,
-                                    format!(
-                                        "unknown SLO key{}",
-                                        suggestion(sk, &["ttft_ms", "itl_ms", "e2e_ms"])
-                                    ),
-                                ))
-                            }
-                        }
-                    }
-                }
-            }
+            "constraints" => spec.max_gpus = parse_constraints(&ctx, v)?.or(spec.max_gpus),
+            "slo" => parse_slo(&ctx, v, &mut spec.sla)?,
             "require" | "rank_by" | "pareto" | "search" | "group_by" => deferred.push((key, v)),
             "output" => match v {
                 Yaml::String(s) if !s.is_empty() => spec.output = Some(PathBuf::from(s)),
@@ -1150,44 +1054,9 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
     let mut rank_by_given = false;
     for (key, v) in deferred {
         match key {
-            "require" => {
-                if let Some(m) = mapping(&ctx, v, key)? {
-                    for (rk, rv) in m {
-                        let metric = key_str(&ctx, rk, key)?;
-                        let rpath = join(key, metric);
-                        check_metric(&ctx, metric, &rpath, &metrics, has_slo)?;
-                        let bounds = mapping(&ctx, rv, &rpath)?.ok_or_else(|| {
-                            ctx.err(&rpath, "expected {min: ..} and/or {max: ..}")
-                        })?;
-                        let mut b = Bound {
-                            metric: metric.to_string(),
-                            min: None,
-                            max: None,
-                        };
-                        for (bk, bv) in bounds {
-                            let bk = key_str(&ctx, bk, &rpath)?;
-                            let bpath = join(&rpath, bk);
-                            let j = yaml_to_json(&ctx, bv, &bpath)?;
-                            let x =
-                                expect_float(&ctx, &j, &bpath, "a finite number", f64::is_finite)?;
-                            match bk {
-                                "min" => b.min = Some(x),
-                                "max" => b.max = Some(x),
-                                _ => {
-                                    return Err(ctx.err(
-                                        &bpath,
-                                        format!("unknown bound{}", suggestion(bk, &["min", "max"])),
-                                    ))
-                                }
-                            }
-                        }
-                        if b.min.is_none() && b.max.is_none() {
-                            return Err(ctx.err(&rpath, "expected {min: ..} and/or {max: ..}"));
-                        }
-                        spec.require.push(b);
-                    }
-                }
-            }
+            "require" => spec
+                .require
+                .extend(parse_require(&ctx, v, &metrics, has_slo)?),
             "rank_by" => {
                 let objs = parse_objectives(&ctx, v, key, &metrics, has_slo)?;
                 if objs.is_empty() {
@@ -1216,9 +1085,179 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             }];
         }
     }
+    check_axes_disjoint(&ctx, &spec.axes)?;
+    Ok(spec)
+}
+
+/// The spec before its keys are read: every default.
+fn default_spec(text: &str, file: &Path) -> Spec {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sweep".to_string());
+    Spec {
+        file: file.to_path_buf(),
+        dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+        text: text.to_string(),
+        sha256: sha256_hex(text.as_bytes()),
+        name: stem,
+        seed: DEFAULT_SEED,
+        mode: Mode::Aggregated,
+        num_workers: 1,
+        num_prefill_workers: 1,
+        num_decode_workers: 1,
+        router_mode: RouterMode::RoundRobin,
+        workload: Map::new(),
+        engine: Map::new(),
+        prefill_engine: Map::new(),
+        decode_engine: Map::new(),
+        router: Map::new(),
+        axes: Vec::new(),
+        max_gpus: None,
+        sla: Sla::default(),
+        require: Vec::new(),
+        rank_by: vec![Objective {
+            maximize: true,
+            metric: "output_throughput_tok_s".into(),
+        }],
+        pareto: vec![
+            Objective {
+                maximize: true,
+                metric: "output_throughput_tok_s_per_gpu".into(),
+            },
+            Objective {
+                maximize: true,
+                metric: "mean_output_token_throughput_per_user".into(),
+            },
+        ],
+        output: None,
+        search: None,
+        group_by: Vec::new(),
+    }
+}
+
+/// `workload:`: known keys with valid values.
+fn parse_workload(ctx: &Ctx, v: &Yaml) -> Result<Map<String, Value>, InputError> {
+    let m = json_object(ctx, v, "workload")?;
+    for (wk, wv) in &m {
+        let wpath = join("workload", wk);
+        if !WORKLOAD_KEYS.contains(&wk.as_str()) {
+            return Err(ctx.err(
+                &wpath,
+                format!("unknown workload key{}", suggestion(wk, WORKLOAD_KEYS)),
+            ));
+        }
+        check_workload_value(ctx, wk, wv, &wpath)?;
+    }
+    Ok(m)
+}
+
+/// `constraints: {max_gpus: N}`: the `max_gpus` it sets, if any.
+fn parse_constraints(ctx: &Ctx, v: &Yaml) -> Result<Option<u64>, InputError> {
+    let key = "constraints";
+    let mut max_gpus = None;
+    if let Some(m) = mapping(ctx, v, key)? {
+        for (ck, cv) in m {
+            let ck = key_str(ctx, ck, key)?;
+            let cpath = join(key, ck);
+            match ck {
+                "max_gpus" => {
+                    let j = yaml_to_json(ctx, cv, &cpath)?;
+                    max_gpus = Some(expect_uint(ctx, &j, &cpath, 1, u64::MAX)?);
+                }
+                _ => {
+                    return Err(ctx.err(
+                        &cpath,
+                        format!("unknown constraint{}", suggestion(ck, &["max_gpus"])),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(max_gpus)
+}
+
+/// `slo: {ttft_ms, itl_ms, e2e_ms}`, set in `sla`.
+fn parse_slo(ctx: &Ctx, v: &Yaml, sla: &mut Sla) -> Result<(), InputError> {
+    let key = "slo";
+    if let Some(m) = mapping(ctx, v, key)? {
+        for (sk, sv) in m {
+            let sk = key_str(ctx, sk, key)?;
+            let spath = join(key, sk);
+            let j = yaml_to_json(ctx, sv, &spath)?;
+            let x = expect_float(ctx, &j, &spath, "a finite number >= 0 (ms)", |x| {
+                x.is_finite() && x >= 0.0
+            })?;
+            match sk {
+                "ttft_ms" => sla.ttft_ms = Some(x),
+                "itl_ms" => sla.itl_ms = Some(x),
+                "e2e_ms" => sla.e2e_ms = Some(x),
+                _ => {
+                    return Err(ctx.err(
+                        &spath,
+                        format!(
+                            "unknown SLO key{}",
+                            suggestion(sk, &["ttft_ms", "itl_ms", "e2e_ms"])
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `require: {metric: {min, max}}`: the bounds, in file order.
+fn parse_require(
+    ctx: &Ctx,
+    v: &Yaml,
+    metrics: &[String],
+    has_slo: bool,
+) -> Result<Vec<Bound>, InputError> {
+    let key = "require";
+    let mut require = Vec::new();
+    if let Some(m) = mapping(ctx, v, key)? {
+        for (rk, rv) in m {
+            let metric = key_str(ctx, rk, key)?;
+            let rpath = join(key, metric);
+            check_metric(ctx, metric, &rpath, metrics, has_slo)?;
+            let bounds = mapping(ctx, rv, &rpath)?
+                .ok_or_else(|| ctx.err(&rpath, "expected {min: ..} and/or {max: ..}"))?;
+            let mut b = Bound {
+                metric: metric.to_string(),
+                min: None,
+                max: None,
+            };
+            for (bk, bv) in bounds {
+                let bk = key_str(ctx, bk, &rpath)?;
+                let bpath = join(&rpath, bk);
+                let j = yaml_to_json(ctx, bv, &bpath)?;
+                let x = expect_float(ctx, &j, &bpath, "a finite number", f64::is_finite)?;
+                match bk {
+                    "min" => b.min = Some(x),
+                    "max" => b.max = Some(x),
+                    _ => {
+                        return Err(ctx.err(
+                            &bpath,
+                            format!("unknown bound{}", suggestion(bk, &["min", "max"])),
+                        ))
+                    }
+                }
+            }
+            if b.min.is_none() && b.max.is_none() {
+                return Err(ctx.err(&rpath, "expected {min: ..} and/or {max: ..}"));
+            }
+            require.push(b);
+        }
+    }
+    Ok(require)
+}
+
+/// Refuses two axes setting the same parameter (they would silently override each other).
+fn check_axes_disjoint(ctx: &Ctx, axes: &[Axis]) -> Result<(), InputError> {
     // Two axes setting the same parameter would silently override each other.
-    for (i, a) in spec.axes.iter().enumerate() {
-        for b in &spec.axes[i + 1..] {
+    for (i, a) in axes.iter().enumerate() {
+        for b in &axes[i + 1..] {
             for p in a.params() {
                 if let Some(q) = b.params().into_iter().find(|q| overlaps(&p.path, &q.path)) {
                     return Err(ctx.err(
@@ -1230,162 +1269,6 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                     ));
                 }
             }
-        }
-    }
-    Ok(spec)
-}
-
-/// `search: {capacity: {knob, low, high, precision}}`.
-fn parse_search(ctx: &Ctx, v: &Yaml) -> Result<CapacitySearch, InputError> {
-    let m = mapping(ctx, v, "search")?.ok_or_else(|| {
-        ctx.err(
-            "search",
-            "expected {capacity: {knob: .., low: .., high: ..}}",
-        )
-    })?;
-    let mut found = None;
-    for (k, cv) in m {
-        let k = key_str(ctx, k, "search")?;
-        if k != "capacity" {
-            return Err(ctx.err(
-                &join("search", k),
-                format!("unknown search{}", suggestion(k, &["capacity"])),
-            ));
-        }
-        found = Some(cv);
-    }
-    let cv = found.ok_or_else(|| {
-        ctx.err(
-            "search",
-            "expected {capacity: {knob: .., low: .., high: ..}}",
-        )
-    })?;
-    let path = "search.capacity";
-    let fields = mapping(ctx, cv, path)?.ok_or_else(|| {
-        ctx.err(
-            path,
-            "expected {knob: .., low: .., high: .., precision: ..}",
-        )
-    })?;
-    let (mut knob, mut low, mut high, mut precision) = (None, None, None, 0.02);
-    let positive = |x: f64| x.is_finite() && x > 0.0;
-    for (k, fv) in fields {
-        let k = key_str(ctx, k, path)?;
-        let fpath = join(path, k);
-        let j = yaml_to_json(ctx, fv, &fpath)?;
-        match k {
-            "knob" => {
-                let name = expect_choice(ctx, &j, &fpath, CAPACITY_KNOBS)?;
-                knob = Some(name.to_string());
-            }
-            "low" => {
-                low = Some(expect_float(
-                    ctx,
-                    &j,
-                    &fpath,
-                    "a finite number > 0",
-                    positive,
-                )?)
-            }
-            "high" => {
-                high = Some(expect_float(
-                    ctx,
-                    &j,
-                    &fpath,
-                    "a finite number > 0",
-                    positive,
-                )?)
-            }
-            "precision" => {
-                precision = expect_float(ctx, &j, &fpath, "a number > 0 and < 1 (relative)", |x| {
-                    x > 0.0 && x < 1.0
-                })?
-            }
-            _ => {
-                return Err(ctx.err(
-                    &fpath,
-                    format!(
-                        "unknown key{}",
-                        suggestion(k, &["knob", "low", "high", "precision"])
-                    ),
-                ))
-            }
-        }
-    }
-    let missing = |f: &str| ctx.err(path, format!("`{f}` is required"));
-    let knob = knob.ok_or_else(|| missing("knob"))?;
-    let low = low.ok_or_else(|| missing("low"))?;
-    let high = high.ok_or_else(|| missing("high"))?;
-    if low >= high {
-        return Err(ctx.err(
-            &join(path, "low"),
-            format!("low ({low}) must be below high ({high})"),
-        ));
-    }
-    if knob == "workload.replay_concurrency" {
-        for (name, x) in [("low", low), ("high", high)] {
-            if x.fract() != 0.0 {
-                return Err(ctx.err(
-                    &join(path, name),
-                    "expected a whole number of requests in flight",
-                ));
-            }
-        }
-    }
-    Ok(CapacitySearch {
-        knob,
-        low,
-        high,
-        precision,
-    })
-}
-
-/// A search needs `require`, a knob of the spec's workload type, and a grid that leaves the
-/// knob alone.
-fn check_search(ctx: &Ctx, spec: &Spec, s: &CapacitySearch) -> Result<(), InputError> {
-    if spec.require.is_empty() {
-        return Err(ctx.err(
-            "search.capacity",
-            "a capacity search looks for the most load that meets every `require` bound, but the \
-             spec has no `require` (add e.g. require: {p99_ttft_ms: {max: 2000}})",
-        ));
-    }
-    let trace = spec.workload.get("trace").is_some_and(|v| !v.is_null())
-        || spec
-            .axes
-            .iter()
-            .flat_map(|a| a.params())
-            .any(|p| p.path == "workload.trace");
-    let fits = match s.workload_key() {
-        "arrival_speedup_ratio" => trace,
-        "request_rate" => !trace,
-        _ => true,
-    };
-    if !fits {
-        let kind = if trace {
-            "a trace"
-        } else {
-            "a synthetic workload"
-        };
-        let use_instead = if trace {
-            "workload.arrival_speedup_ratio or workload.replay_concurrency"
-        } else {
-            "workload.request_rate or workload.replay_concurrency"
-        };
-        return Err(ctx.err(
-            "search.capacity.knob",
-            format!("`{}` does not apply to {kind}; use {use_instead}", s.knob),
-        ));
-    }
-    for a in &spec.axes {
-        if let Some(p) = a.params().into_iter().find(|p| overlaps(&p.path, &s.knob)) {
-            return Err(ctx.err(
-                &format!("grid.{}", a.name),
-                format!(
-                    "sets `{}`, the knob the capacity search varies; remove it from the grid",
-                    p.path
-                ),
-            ));
         }
     }
     Ok(())
@@ -1469,317 +1352,4 @@ pub fn check_trace_files(spec: &Spec) -> Result<(), InputError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Spec, String> {
-        parse_spec(text, Path::new("sweeps/t.yaml")).map_err(|e| e.0)
-    }
-
-    fn err(text: &str) -> String {
-        parse(text).expect_err("expected a spec error")
-    }
-
-    const ISSUE_GRID: &str = r#"
-workload: {input_tokens: 100, output_tokens: 10, request_count: 5, request_rate: 1}
-grid:
-  topology:
-    - {mode: aggregated, num_workers: [2, 4, 8]}
-    - {mode: disaggregated, num_prefill_workers: [1, 2], num_decode_workers: [2, 4]}
-  routing:
-    - {router_mode: round_robin}
-    - {router_mode: kv_router, router.overlap_score_weight: [0.5, 1.0, 2.0]}
-  engine.max_num_seqs: [128, 256]
-  workload.arrival_speedup_ratio: [1, 2]
-"#;
-
-    fn params_text(spec: &Spec, id: u128) -> String {
-        spec.point_params(id)
-            .iter()
-            .map(|(p, v)| format!("{}={}", p.path, v))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    #[test]
-    fn defaults_and_name_from_stem() {
-        let s = parse("workload: {trace: t.jsonl}\n").unwrap();
-        assert_eq!(s.name, "t");
-        assert_eq!(s.seed, DEFAULT_SEED);
-        assert_eq!(s.mode, Mode::Aggregated);
-        assert_eq!(s.num_workers, 1);
-        assert_eq!(
-            s.rank_by,
-            vec![Objective {
-                maximize: true,
-                metric: "output_throughput_tok_s".into()
-            }]
-        );
-        assert_eq!(s.pareto.len(), 2);
-        assert_eq!(s.grid_size(), Some(1));
-        assert!(s.point_params(0).is_empty());
-        assert_eq!(s.dir, Path::new("sweeps"));
-        assert_eq!(s.sha256.len(), 64);
-    }
-
-    #[test]
-    fn issue_grid_sizes_and_order() {
-        let s = parse(ISSUE_GRID).unwrap();
-        let sizes: Vec<u128> = s.axes.iter().map(|a| a.size().unwrap()).collect();
-        assert_eq!(sizes, vec![3 + 4, 1 + 3, 2, 2]);
-        assert_eq!(s.grid_size(), Some(7 * 4 * 2 * 2));
-        // Last axis fastest.
-        assert_eq!(
-            params_text(&s, 0),
-            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
-        );
-        assert_eq!(
-            params_text(&s, 1),
-            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=128 workload.arrival_speedup_ratio=2"
-        );
-        assert_eq!(
-            params_text(&s, 2),
-            "mode=\"aggregated\" num_workers=2 router_mode=\"round_robin\" engine.max_num_seqs=256 workload.arrival_speedup_ratio=1"
-        );
-        // Point 4 = routing choice 1 (kv_router, weight 0.5).
-        assert_eq!(
-            params_text(&s, 4),
-            "mode=\"aggregated\" num_workers=2 router_mode=\"kv_router\" router.overlap_score_weight=0.5 engine.max_num_seqs=128 workload.arrival_speedup_ratio=1"
-        );
-        // Topology choice 3 = first disaggregated bundle point; inside it the last key is fastest.
-        let per_topology = 4 * 2 * 2;
-        assert!(params_text(&s, 3 * per_topology)
-            .starts_with("mode=\"disaggregated\" num_prefill_workers=1 num_decode_workers=2 "));
-        assert!(params_text(&s, 4 * per_topology)
-            .starts_with("mode=\"disaggregated\" num_prefill_workers=1 num_decode_workers=4 "));
-        assert!(params_text(&s, 5 * per_topology)
-            .starts_with("mode=\"disaggregated\" num_prefill_workers=2 num_decode_workers=2 "));
-        assert_eq!(
-            params_text(&s, 7 * per_topology - 1),
-            "mode=\"disaggregated\" num_prefill_workers=2 num_decode_workers=4 router_mode=\"kv_router\" router.overlap_score_weight=2.0 engine.max_num_seqs=256 workload.arrival_speedup_ratio=2"
-        );
-        assert_eq!(
-            s.param_columns(),
-            vec![
-                "mode",
-                "num_workers",
-                "num_prefill_workers",
-                "num_decode_workers",
-                "router_mode",
-                "router.overlap_score_weight",
-                "engine.max_num_seqs",
-                "workload.arrival_speedup_ratio"
-            ]
-        );
-    }
-
-    #[test]
-    fn single_values_and_single_bundle_are_one_choice_axes() {
-        let s = parse("workload: {trace: t}\ngrid:\n  seed: 7\n  pools: {mode: disaggregated}\n")
-            .unwrap();
-        assert_eq!(s.grid_size(), Some(1));
-        assert_eq!(params_text(&s, 0), "seed=7 mode=\"disaggregated\"");
-    }
-
-    #[test]
-    fn trace_shards_as_axis_values() {
-        let s = parse("grid:\n  workload.trace: [[a.jsonl, b.jsonl], c.jsonl]\n").unwrap();
-        assert_eq!(s.grid_size(), Some(2));
-        assert_eq!(
-            params_text(&s, 0),
-            "workload.trace=[\"a.jsonl\",\"b.jsonl\"]"
-        );
-        let paths: Vec<String> = trace_paths(&s)
-            .iter()
-            .map(|(p, _)| p.display().to_string())
-            .collect();
-        assert_eq!(
-            paths,
-            vec!["sweeps/a.jsonl", "sweeps/b.jsonl", "sweeps/c.jsonl"]
-        );
-    }
-
-    #[test]
-    fn grid_size_by_multiplication_without_expanding() {
-        let mut text = String::from("grid:\n");
-        for i in 0..12 {
-            text.push_str(&format!("  engine.k{i}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"));
-        }
-        let s = parse(&text).unwrap();
-        assert_eq!(s.grid_size(), Some(10u128.pow(12)));
-        // Decoding a far point works without materialising anything.
-        assert!(params_text(&s, 10u128.pow(12) - 1).ends_with("engine.k11=10"));
-    }
-
-    #[test]
-    fn unknown_keys_suggest() {
-        assert!(
-            err("wrokload: {}\n").contains("`wrokload`")
-                || err("wrokload: {}\n").contains("wrokload")
-        );
-        assert!(err("wrokload: {}\n").contains("did you mean `workload`?"));
-        assert!(err("workload: {request_rat: 1}\n").contains("did you mean `request_rate`?"));
-        assert!(err("slo: {ttft: 1}\n").contains("did you mean `ttft_ms`?"));
-        assert!(err("constraints: {max_gpu: 1}\n").contains("did you mean `max_gpus`?"));
-        let e = err("require: {p99_ttft_ms: {maxx: 1}}\n");
-        assert!(
-            e.contains("require.p99_ttft_ms.maxx") && e.contains("did you mean `max`?"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unknown_parameter_paths() {
-        let e = err("grid:\n  num_worker: [1, 2]\n");
-        assert!(
-            e.contains("grid.num_worker") && e.contains("did you mean `num_workers`?"),
-            "{e}"
-        );
-        let e = err("grid:\n  engnie.max_num_seqs: [1, 2]\n");
-        assert!(e.contains("did you mean `engine.max_num_seqs`?"), "{e}");
-        let e = err("grid:\n  workload.request_rat: [1, 2]\n");
-        assert!(e.contains("did you mean `request_rate`?"), "{e}");
-        let e = err("grid:\n  request_rate: [1, 2]\n");
-        assert!(e.contains("did you mean `workload.request_rate`?"), "{e}");
-        let e = err("grid:\n  topology:\n    - {mode: aggregated, num_wrkers: [1]}\n");
-        assert!(
-            e.contains("grid.topology[0].num_wrkers") && e.contains("num_workers"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn wrong_types_name_their_path() {
-        let e = err("grid:\n  topology:\n    - {mode: aggregated, num_workers: [two, 4]}\n");
-        assert!(
-            e.contains("grid.topology[0].num_workers[0]") && e.contains("string \"two\""),
-            "{e}"
-        );
-        let e = err("grid:\n  topology:\n    - {mode: aggregated, num_workers: [0]}\n");
-        assert!(
-            e.contains("grid.topology[0].num_workers[0]: expected an integer"),
-            "{e}"
-        );
-        let e = err("grid:\n  mode: [aggregated, disagg]\n");
-        assert!(
-            e.contains("grid.mode[1]") && e.contains("did you mean `disaggregated`?"),
-            "{e}"
-        );
-        let e = err("workload: {shared_prefix_ratio: 1.5}\n");
-        assert!(
-            e.contains("workload.shared_prefix_ratio") && e.contains("[0, 1]"),
-            "{e}"
-        );
-        let e = err("workload: {trace: [a, 3]}\n");
-        assert!(e.contains("workload.trace[1]"), "{e}");
-        let e = err("engine: [1]\n");
-        assert!(e.contains("engine: expected a mapping"), "{e}");
-        let e = err("seed: -1\n");
-        assert!(e.contains("seed: expected an integer"), "{e}");
-        let e = err("grid:\n  workload.arrival_speedup_ratio: [0]\n");
-        assert!(
-            e.contains("grid.workload.arrival_speedup_ratio[0]") && e.contains("> 0"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn empty_and_mixed_axes() {
-        assert!(err("grid:\n  num_workers: []\n").contains("grid.num_workers: empty"));
-        assert!(err("grid:\n  topology: []\n").contains("grid.topology: empty axis"));
-        let e = err("grid:\n  topology:\n    - {num_workers: []}\n");
-        assert!(e.contains("grid.topology[0].num_workers: empty"), "{e}");
-        let e = err("grid:\n  topology: [{num_workers: 2}, 3]\n");
-        assert!(e.contains("mixes mappings"), "{e}");
-    }
-
-    #[test]
-    fn axes_setting_the_same_parameter_are_refused() {
-        let e = err("grid:\n  topology:\n    - {num_workers: [2, 4]}\n  num_workers: [1]\n");
-        assert!(
-            e.contains("grid.num_workers") && e.contains("already sets"),
-            "{e}"
-        );
-        let e = err(
-            "grid:\n  a:\n    - {engine.sglang: {page_size: 1}}\n  engine.sglang.page_size: [2]\n",
-        );
-        assert!(e.contains("already sets"), "{e}");
-    }
-
-    #[test]
-    fn objectives_and_bounds() {
-        let s = parse(
-            "slo: {ttft_ms: 2000, itl_ms: 40}\nrequire: {p99_ttft_ms: {max: 10000}, completed_requests: {min: 1}}\n\
-             rank_by: [max goodput_request_throughput_rps, min mean_ttft_ms]\npareto: [max output_throughput_tok_s_per_gpu, min gpus]\n",
-        )
-        .unwrap();
-        assert_eq!(s.require.len(), 2);
-        assert_eq!(s.require[0].max, Some(10000.0));
-        assert_eq!(
-            s.rank_by[1],
-            Objective {
-                maximize: false,
-                metric: "mean_ttft_ms".into()
-            }
-        );
-        assert_eq!(s.pareto[1].metric, "gpus");
-        assert_eq!(s.sla.itl_ms, Some(40.0));
-        let e = err("rank_by: [max output_throughput]\n");
-        assert!(
-            e.contains("rank_by[0]") && e.contains("did you mean `output_throughput_tok_s`?"),
-            "{e}"
-        );
-        let e = err("rank_by: [biggest output_throughput_tok_s]\n");
-        assert!(e.contains("expected \"max <metric>\""), "{e}");
-        let e = err("rank_by: [max goodput_request_throughput_rps]\n");
-        assert!(e.contains("only with an `slo`"), "{e}");
-        assert!(err("rank_by: []\n").contains("at least one"));
-        assert!(err("require: {mean_ttft_ms: {}}\n").contains("min"));
-    }
-
-    #[test]
-    fn yaml_syntax_errors_have_line_and_column() {
-        let e = err("workload:\n  trace: [a, b\nseed: 1\n");
-        assert!(e.starts_with("sweeps/t.yaml:"), "{e}");
-        let loc: Vec<&str> = e.splitn(4, ':').collect();
-        assert!(
-            loc[1].parse::<usize>().is_ok() && loc[2].parse::<usize>().is_ok(),
-            "{e}"
-        );
-        assert!(e.contains("invalid YAML"), "{e}");
-        assert!(err("").contains("empty"));
-        assert!(err("- a\n").contains("top level"));
-    }
-
-    #[test]
-    fn missing_trace_files_are_found_before_running() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("here.jsonl"), "{}\n").unwrap();
-        let file = dir.path().join("s.yaml");
-        std::fs::write(
-            &file,
-            "workload: {trace: here.jsonl}\ngrid:\n  workload.trace: [here.jsonl, gone.jsonl]\n",
-        )
-        .unwrap();
-        let e = load_spec(&file).unwrap_err().0;
-        assert!(
-            e.contains("grid.workload.trace")
-                && e.contains("gone.jsonl")
-                && e.contains("does not exist"),
-            "{e}"
-        );
-        std::fs::write(&file, "workload: {trace: here.jsonl}\n").unwrap();
-        assert!(load_spec(&file).is_ok());
-        let e = load_spec(&dir.path().join("nope.yaml")).unwrap_err().0;
-        assert!(e.contains("cannot read the spec"), "{e}");
-    }
-
-    #[test]
-    fn did_you_mean_needs_closeness() {
-        assert_eq!(
-            did_you_mean("num_wrokers", PLAIN_PARAMS.iter().copied()),
-            Some("num_workers")
-        );
-        assert_eq!(did_you_mean("zzz", PLAIN_PARAMS.iter().copied()), None);
-    }
-}
+mod tests;

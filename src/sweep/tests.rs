@@ -2,8 +2,10 @@
 //! workload loaders and the simulator (a deterministic function of the configuration), so the
 //! sweep machinery is tested on its own. `tests/sweep.rs` drives the real binary.
 
+use super::execute::Backend;
 use super::record::{read_points, PointRecord, Status, CSV_FILE, JSON_FILE, POINTS_FILE};
-use super::runner::{run_with, Backend};
+use super::runner::run_with;
+use super::Stop;
 use super::*;
 use crate::config::{RouterMode, SimConfig, Topology};
 use crate::error::{InputError, SimError};
@@ -137,6 +139,17 @@ const BACKEND: Backend = Backend {
     simulate_bounded: None,
 };
 
+/// A stop request as `stop` says; the process never ends (no test sets `--stop-grace`).
+fn stopped_by<'a>(stop: &'a (dyn Fn() -> bool + Sync)) -> Stop<'a> {
+    fn end_process(code: i32) -> ! {
+        panic!("a test sweep tried to end the process with exit code {code}")
+    }
+    Stop {
+        requested: stop,
+        end_process,
+    }
+}
+
 fn never() -> bool {
     false
 }
@@ -162,7 +175,7 @@ impl Setup {
     }
 
     fn run(&self, o: &SweepOptions) -> Result<SweepOutcome, SweepError> {
-        run_with(o, &BACKEND, &never)
+        run_with(o, &BACKEND, &stopped_by(&never))
     }
 
     fn read(&self, out: &str, file: &str) -> String {
@@ -394,7 +407,7 @@ fn interrupted_then_resumed_equals_a_whole_run() {
     // One check before running, then one before each point: stop after three points.
     let calls = AtomicUsize::new(0);
     let stop = || calls.fetch_add(1, Ordering::SeqCst) >= 4;
-    let out = run_with(&o, &BACKEND, &stop).unwrap();
+    let out = run_with(&o, &BACKEND, &stopped_by(&stop)).unwrap();
     assert!(out.interrupted);
     assert_eq!(out.exit_code(), 130);
     let simulated = out.ok + out.infeasible + out.failed;
@@ -484,8 +497,8 @@ fn dry_run_lists_points_and_writes_nothing() {
     assert_eq!(out.exit_code(), 0);
     assert!(!s.dir.path().join("out").exists());
     let spec = spec::load_spec(&s.spec).unwrap();
-    let points = runner::resolve_points(&spec, 24, None).unwrap();
-    let text = runner::dry_run_text(&points, 24, None);
+    let points = expand::resolve_points(&spec, 24, None).unwrap();
+    let text = expand::dry_run_text(&points, 24, None);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 25);
     assert_eq!(
@@ -500,12 +513,12 @@ fn dry_run_lists_points_and_writes_nothing() {
         lines[3]
     );
     assert_eq!(lines[24], "24 points: 15 to run, 6 skipped, 3 invalid");
-    let shard = runner::resolve_points(&spec, 24, Some((1, 4))).unwrap();
+    let shard = expand::resolve_points(&spec, 24, Some((1, 4))).unwrap();
     assert_eq!(
         shard.iter().map(|p| p.id).collect::<Vec<_>>(),
         vec![1, 5, 9, 13, 17, 21]
     );
-    assert!(runner::dry_run_text(&shard, 24, Some((1, 4)))
+    assert!(expand::dry_run_text(&shard, 24, Some((1, 4)))
         .ends_with("6 points in shard 1/4 of a 24-point grid: 3 to run, 2 skipped, 1 invalid\n"));
 }
 
@@ -638,7 +651,7 @@ fn a_shard_refuses_a_spec_error_in_another_shards_point() {
 #[test]
 fn interrupted_before_any_point_leaves_no_folder() {
     let s = Setup::new(STATUS_SPEC);
-    let out = run_with(&s.opts("out"), &BACKEND, &|| true).unwrap();
+    let out = run_with(&s.opts("out"), &BACKEND, &stopped_by(&|| true)).unwrap();
     assert!(out.interrupted);
     assert_eq!(out.exit_code(), 130);
     assert!(!s.dir.path().join("out").exists());
@@ -647,13 +660,13 @@ fn interrupted_before_any_point_leaves_no_folder() {
 #[test]
 fn results_that_cannot_be_held_in_memory_are_refused_before_running() {
     let spec = spec::parse_spec(STATUS_SPEC, Path::new("grid.yaml")).unwrap();
-    let total = runner::checked_size(&spec, DEFAULT_MAX_POINTS).unwrap();
-    let points = runner::resolve_points(&spec, total, None).unwrap();
+    let total = expand::checked_size(&spec, DEFAULT_MAX_POINTS).unwrap();
+    let points = expand::resolve_points(&spec, total, None).unwrap();
     assert_eq!(points.len(), 24);
     // 24 points fit in a megabyte...
-    assert!(runner::check_results_fit(&spec, &points, 1 << 20).is_ok());
+    assert!(grid::check_results_fit(&spec, &points, 1 << 20).is_ok());
     // ...not in 100 KiB: refused with the numbers and the way out.
-    let e = runner::check_results_fit(&spec, &points, 100 << 10).unwrap_err();
+    let e = grid::check_results_fit(&spec, &points, 100 << 10).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     let m = e.to_string();
     assert!(
@@ -665,9 +678,9 @@ fn results_that_cannot_be_held_in_memory_are_refused_before_running() {
         "{m}"
     );
     // A shard holds only its own points.
-    let shard = runner::resolve_points(&spec, total, Some((0, 8))).unwrap();
+    let shard = expand::resolve_points(&spec, total, Some((0, 8))).unwrap();
     assert_eq!(shard.len(), 3);
-    assert!(runner::check_results_fit(&spec, &shard, 200 << 10).is_ok());
+    assert!(grid::check_results_fit(&spec, &shard, 200 << 10).is_ok());
 }
 
 #[test]
@@ -764,7 +777,7 @@ proptest::proptest! {
             o.shard = step.shard;
             let calls = AtomicUsize::new(0);
             let stop = || step.stop_after.is_some_and(|n| calls.fetch_add(1, Ordering::SeqCst) >= n);
-            let out = run_with(&o, &BACKEND, &stop).unwrap();
+            let out = run_with(&o, &BACKEND, &stopped_by(&stop)).unwrap();
             if out.output.is_some() {
                 let rows = csv_rows(&std::fs::read_to_string(dir.join(CSV_FILE)).unwrap());
                 let pts = read_points(&dir).unwrap().records;
@@ -775,7 +788,7 @@ proptest::proptest! {
                     fresh.output = Some(s.dir.path().join("fresh"));
                     fresh.quiet = true;
                     let _ = std::fs::remove_dir_all(s.dir.path().join("fresh"));
-                    run_with(&fresh, &BACKEND, &never).unwrap();
+                    run_with(&fresh, &BACKEND, &stopped_by(&never)).unwrap();
                     proptest::prop_assert_eq!(
                         std::fs::read_to_string(dir.join(CSV_FILE)).unwrap(),
                         s.read("fresh", CSV_FILE)
