@@ -7,6 +7,9 @@
 
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
 use crate::config::aic::{router_aic_engine, RouterAicValues};
+use crate::config::build::{
+    self, Count, PoolsInput, Problem, TopologyInput, TraceFormatProblem, Wording,
+};
 use crate::config::engine_args::parse_engine_args_str;
 use crate::config::limits::{
     check_memory, check_workload_memory, memory_budget, memory_floor, MemoryPart, WorkloadShape,
@@ -14,42 +17,20 @@ use crate::config::limits::{
 };
 use crate::config::router_config::parse_router_config_str;
 use crate::config::{
-    EngineArgs, EngineType, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla,
-    Topology, WorkerType,
+    EngineArgs, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Sla, Topology,
+    WorkerType,
 };
 use crate::engine::timing::TimingLoader;
 use crate::error::InputError;
-use crate::workload::formats::{Timing, TraceSpec};
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
-use crate::workload::Workload;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+/// Where the requests come from (one type with a sweep point's).
+pub use crate::config::build::WorkloadSource;
 /// Tokens per trace `hash_id` when `--trace-block-size` is not given.
-pub use crate::workload::formats::DEFAULT_TRACE_BLOCK_SIZE;
-
-/// Where the requests come from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WorkloadSource {
-    /// Trace files; `Timing::ClosedLoop` when `--replay-concurrency` is set (sessions keep file
-    /// order, timestamps are optional).
-    Trace(TraceSpec),
-    Synthetic(SyntheticSpec),
-}
-
-impl WorkloadSource {
-    /// Reads or generates the workload. `engine_block_size` is the hash-id block size of the
-    /// synthetic workload path (spec §3.2); traces carry their own block size.
-    pub fn load(&self, engine_block_size: u32) -> Result<Workload, InputError> {
-        match self {
-            WorkloadSource::Trace(spec) => spec.load(),
-            WorkloadSource::Synthetic(spec) => {
-                crate::workload::synthetic::generate(spec, engine_block_size)
-            }
-        }
-    }
-}
+pub use crate::config::build::DEFAULT_TRACE_BLOCK_SIZE;
 
 /// A validated `dynosim run` invocation.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,10 +189,8 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         None => None,
         Some(n) => Some(int_in_range("--replay-concurrency", n, 1)?),
     };
-    if let Some(why) = topology.trtllm_disaggregation_problem(replay_concurrency.is_some()) {
-        return Err(err(format!(
-            "--prefill-engine-args/--decode-engine-args: {why}"
-        )));
+    if let Some(problem) = build::trtllm_problem(&topology, replay_concurrency.is_some()) {
+        return Err(err(RunFlags.message(&problem)));
     }
     if !(args.arrival_speedup_ratio.is_finite() && args.arrival_speedup_ratio > 0.0) {
         return Err(err(format!(
@@ -241,28 +220,30 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
                 "--trace-shared-prefix-ratio must be between 0.0 and 1.0, got {shared_prefix_ratio}"
             )));
         }
-        WorkloadSource::Trace(TraceSpec {
-            format: args.trace_format.into(),
+        let format = args.trace_format.into();
+        WorkloadSource::Trace {
+            files: args
+                .trace_files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
             paths: args.trace_files.clone(),
-            trace_block_size: match (args.trace_format, trace_block_size) {
-                (TraceFormat::Dynamo, given) => given,
-                (_, given) => Some(given.unwrap_or(DEFAULT_TRACE_BLOCK_SIZE)),
-            },
-            timing: if replay_concurrency.is_some() {
-                Timing::ClosedLoop
-            } else {
-                Timing::OpenLoop
-            },
+            trace_block_size: build::trace_block_size(format, trace_block_size),
+            closed_loop: replay_concurrency.is_some(),
+            format,
             shared_prefix_ratio,
             num_prefix_groups: int_in_range(
                 "--trace-num-prefix-groups",
                 args.trace_num_prefix_groups,
                 0,
             )?,
-        })
+        }
     } else {
         // Like upstream, --trace-block-size is ignored by synthetic workloads.
-        WorkloadSource::Synthetic(synthetic_spec(args, replay_concurrency.is_some())?)
+        WorkloadSource::Synthetic {
+            spec: synthetic_spec(args, replay_concurrency.is_some())?,
+            block_size: topology.block_size(),
+        }
     };
 
     let report_json = resolve_report_path(args.report_json.as_deref(), now);
@@ -380,24 +361,9 @@ fn attach_router_aic(
 fn check_trace_format(args: &RunArgs, topology: &Topology) -> Result<(), InputError> {
     let disaggregated = matches!(topology, Topology::Disaggregated { .. });
     let closed_loop = args.replay_concurrency.is_some();
-    match args.trace_format {
-        TraceFormat::AppliedComputeAgentic if !closed_loop => Err(err(
-            "--trace-format=applied_compute_agentic requires --replay-concurrency because the \
-             source traces do not include first-turn timestamps",
-        )),
-        TraceFormat::AgenticMooncake if closed_loop => Err(err(
-            "--trace-format agentic_mooncake: agentic_mooncake trace format is not supported \
-             with replay_concurrency (--replay-concurrency)",
-        )),
-        TraceFormat::AgenticMooncake if disaggregated => Err(err(
-            "--trace-format agentic_mooncake: agentic_mooncake trace format is not supported for \
-             disaggregated replay",
-        )),
-        TraceFormat::MooncakeDelta if disaggregated => Err(err(
-            "--trace-format mooncake-delta: mooncake-delta trace format is not supported for \
-             disaggregated replay",
-        )),
-        _ => Ok(()),
+    match build::trace_format_problem(args.trace_format.into(), closed_loop, disaggregated) {
+        Some(problem) => Err(err(RunFlags.message(&problem))),
+        None => Ok(()),
     }
 }
 
@@ -428,6 +394,8 @@ fn parse_opt_engine_args(
         .transpose()
 }
 
+/// Rules 9, 10, 12: which engine-args flags select the mode, then the deployment rules shared
+/// with a sweep point (the first problem is the error).
 fn build_topology(
     args: &RunArgs,
     extra: Option<EngineArgs>,
@@ -442,131 +410,167 @@ fn build_topology(
              --decode-engine-args (aggregated or disaggregated: choose one)",
         ));
     }
-    match (prefill, decode) {
-        (Some(prefill), Some(decode)) => {
-            if args.num_workers != 1 {
-                return Err(err(format!(
-                    "--num-workers is only used for aggregated replay (got {}); use \
-                     --num-prefill-workers and --num-decode-workers with disaggregated engine args",
-                    args.num_workers
-                )));
-            }
-            // Rule 12.
-            let num_prefill_workers =
-                int_in_range("--num-prefill-workers", args.num_prefill_workers, 1)?;
-            let num_decode_workers =
-                int_in_range("--num-decode-workers", args.num_decode_workers, 1)?;
-            let ranks = u64::from(num_prefill_workers) + u64::from(num_decode_workers);
-            if ranks > MAX_ENGINE_RANKS {
-                return Err(err(format!(
-                    "--num-prefill-workers + --num-decode-workers = {ranks} workers is above the \
-                     limit of {MAX_ENGINE_RANKS} (each keeps its own scheduler and KV cache state)"
-                )));
-            }
-            if prefill.worker_type != WorkerType::Prefill {
-                return Err(err(format!(
-                    "--prefill-engine-args must set worker_type \"prefill\" (or is_prefill: true), \
-                     got {}",
-                    worker_type_name(prefill.worker_type)
-                )));
-            }
-            if decode.worker_type != WorkerType::Decode {
-                return Err(err(format!(
-                    "--decode-engine-args must set worker_type \"decode\" (or is_decode: true), \
-                     got {}",
-                    worker_type_name(decode.worker_type)
-                )));
-            }
-            if prefill.dp_size != 1 || decode.dp_size != 1 {
-                return Err(err(format!(
-                    "disaggregated replay does not support attention DP: dp_size must be 1 in \
-                     --prefill-engine-args and --decode-engine-args (got {} and {})",
-                    prefill.dp_size, decode.dp_size
-                )));
-            }
-            if prefill.engine_type != decode.engine_type {
-                return Err(err(format!(
-                    "disaggregated replay requires the same engine_type in \
-                     --prefill-engine-args and --decode-engine-args (got {} and {})",
-                    prefill.engine_type.display_name(),
-                    decode.engine_type.display_name()
-                )));
-            }
-            if prefill.block_size != decode.block_size {
-                let what = if prefill.engine_type == EngineType::Sglang {
-                    "page size (sglang.page_size or block_size)"
-                } else {
-                    "block_size"
-                };
-                return Err(err(format!(
-                    "disaggregated replay requires the same {what} in \
-                     --prefill-engine-args and --decode-engine-args (got {} and {})",
-                    prefill.block_size, decode.block_size
-                )));
-            }
-            Ok(Topology::Disaggregated {
-                num_prefill_workers,
-                prefill,
-                num_decode_workers,
-                decode,
-            })
+    let pools = match (prefill, decode) {
+        (Some(prefill), Some(decode)) => PoolsInput::Disaggregated { prefill, decode },
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(err(
+                "--prefill-engine-args and --decode-engine-args must be provided together",
+            ))
         }
-        (Some(_), None) | (None, Some(_)) => Err(err(
-            "--prefill-engine-args and --decode-engine-args must be provided together",
-        )),
-        (None, None) => {
-            if args.num_prefill_workers != 1 || args.num_decode_workers != 1 {
-                return Err(err(format!(
-                    "--num-prefill-workers/--num-decode-workers are only used for disaggregated \
-                     replay (got {}/{}); use --num-workers, or give --prefill-engine-args and \
-                     --decode-engine-args",
-                    args.num_prefill_workers, args.num_decode_workers
-                )));
-            }
-            // Rule 10.
-            let engine = extra.unwrap_or_default();
-            let num_workers: u32 = int_in_range("--num-workers", args.num_workers, 1)?;
-            if engine.worker_type != WorkerType::Aggregated {
-                return Err(err(format!(
-                    "--extra-engine-args: aggregated replay needs worker_type \"aggregated\", got \
-                     {}; use --prefill-engine-args/--decode-engine-args for disaggregated replay",
-                    worker_type_name(engine.worker_type)
-                )));
-            }
-            let targets = num_workers as u64 * engine.dp_size as u64;
-            if targets > MAX_ENGINE_RANKS {
-                let what = if engine.dp_size == 1 {
-                    format!("--num-workers {num_workers}")
-                } else {
-                    format!(
-                        "--num-workers × dp_size = {num_workers} × {} = {targets} engine ranks",
-                        engine.dp_size
-                    )
-                };
-                return Err(err(format!(
-                    "{what} is above the limit of {MAX_ENGINE_RANKS} engine ranks (each keeps \
-                     its own scheduler and KV cache state); accepted: 1 to {MAX_ENGINE_RANKS}"
-                )));
-            }
-            if router_mode == RouterMode::KvRouter && targets <= 1 {
-                return Err(err(
-                    "--router-mode kv_router needs more than one worker/DP-rank target \
-                     (--num-workers × dp_size = 1); add workers or use round_robin",
-                ));
-            }
-            Ok(Topology::Aggregated {
-                num_workers,
-                engine,
-            })
+        (None, None) => PoolsInput::Aggregated {
+            engine: extra.unwrap_or_default(),
+        },
+    };
+    let input = TopologyInput {
+        pools,
+        num_workers: args.num_workers,
+        num_prefill_workers: args.num_prefill_workers,
+        num_decode_workers: args.num_decode_workers,
+        router_mode,
+    };
+    let (topology, problems) = build::build_topology(input, &RunFlags);
+    match problems.first() {
+        Some(problem) => Err(err(RunFlags.message(problem))),
+        None => Ok(topology),
+    }
+}
+
+/// The flags `dynosim run` words deployment problems with.
+struct RunFlags;
+
+impl RunFlags {
+    fn count_flag(count: Count) -> &'static str {
+        match count {
+            Count::Workers => "--num-workers",
+            Count::PrefillWorkers => "--num-prefill-workers",
+            Count::DecodeWorkers => "--num-decode-workers",
         }
     }
 }
 
-fn worker_type_name(t: WorkerType) -> &'static str {
-    match t {
-        WorkerType::Aggregated => "\"aggregated\"",
-        WorkerType::Prefill => "\"prefill\"",
-        WorkerType::Decode => "\"decode\"",
+/// A worker type as written in engine-args JSON.
+fn quoted(t: WorkerType) -> String {
+    format!("\"{}\"", build::worker_type_name(t))
+}
+
+impl Wording for RunFlags {
+    fn pool_sum_first(&self) -> bool {
+        true
+    }
+
+    fn message(&self, problem: &Problem) -> String {
+        match problem {
+            Problem::PoolCountsInAggregated { prefill, decode } => format!(
+                "--num-prefill-workers/--num-decode-workers are only used for disaggregated \
+                 replay (got {prefill}/{decode}); use --num-workers, or give --prefill-engine-args and \
+                 --decode-engine-args"
+            ),
+            Problem::NumWorkersInDisaggregated { num_workers } => format!(
+                "--num-workers is only used for aggregated replay (got {num_workers}); use \
+                 --num-prefill-workers and --num-decode-workers with disaggregated engine args"
+            ),
+            Problem::CountBelowOne { count, value } => {
+                format!("{} must be >= 1, got {value}", Self::count_flag(*count))
+            }
+            Problem::CountTooLarge { count, value } => format!(
+                "{} is too large: {value} (accepted: 1 to {})",
+                Self::count_flag(*count),
+                u32::MAX
+            ),
+            Problem::PoolSumAboveLimit { ranks } => format!(
+                "--num-prefill-workers + --num-decode-workers = {ranks} workers is above the \
+                 limit of {MAX_ENGINE_RANKS} (each keeps its own scheduler and KV cache state)"
+            ),
+            Problem::RanksAboveLimit { ranks } => format!(
+                "{ranks} engine ranks are above the limit of {MAX_ENGINE_RANKS} (each keeps its \
+                 own scheduler and KV cache state)"
+            ),
+            Problem::AggregatedWorkerType(got) => format!(
+                "--extra-engine-args: aggregated replay needs worker_type \"aggregated\", got \
+                 {}; use --prefill-engine-args/--decode-engine-args for disaggregated replay",
+                quoted(*got)
+            ),
+            Problem::PoolWorkerType {
+                pool: WorkerType::Prefill,
+                got,
+            } => format!(
+                "--prefill-engine-args must set worker_type \"prefill\" (or is_prefill: true), \
+                 got {}",
+                quoted(*got)
+            ),
+            Problem::PoolWorkerType { got, .. } => format!(
+                "--decode-engine-args must set worker_type \"decode\" (or is_decode: true), \
+                 got {}",
+                quoted(*got)
+            ),
+            Problem::DisaggregatedDpSize { prefill, decode } => format!(
+                "disaggregated replay does not support attention DP: dp_size must be 1 in \
+                 --prefill-engine-args and --decode-engine-args (got {prefill} and {decode})"
+            ),
+            Problem::DisaggregatedEngineType { prefill, decode } => format!(
+                "disaggregated replay requires the same engine_type in \
+                 --prefill-engine-args and --decode-engine-args (got {} and {})",
+                prefill.display_name(),
+                decode.display_name()
+            ),
+            Problem::DisaggregatedBlockSize {
+                prefill,
+                decode,
+                sglang,
+            } => {
+                let what = if *sglang {
+                    "page size (sglang.page_size or block_size)"
+                } else {
+                    "block_size"
+                };
+                format!(
+                    "disaggregated replay requires the same {what} in \
+                     --prefill-engine-args and --decode-engine-args (got {prefill} and {decode})"
+                )
+            }
+            Problem::AggregatedRanksAboveLimit {
+                num_workers,
+                dp_size,
+                ranks,
+            } => {
+                let what = if *dp_size == 1 {
+                    format!("--num-workers {num_workers}")
+                } else {
+                    format!(
+                        "--num-workers × dp_size = {num_workers} × {dp_size} = {ranks} engine ranks"
+                    )
+                };
+                format!(
+                    "{what} is above the limit of {MAX_ENGINE_RANKS} engine ranks (each keeps \
+                     its own scheduler and KV cache state); accepted: 1 to {MAX_ENGINE_RANKS}"
+                )
+            }
+            Problem::KvRouterOneTarget => "--router-mode kv_router needs more than one \
+                worker/DP-rank target (--num-workers × dp_size = 1); add workers or use round_robin"
+                .into(),
+            Problem::TrtllmDisaggregation(why) => {
+                format!("--prefill-engine-args/--decode-engine-args: {why}")
+            }
+            Problem::TraceFormat(why) => match why {
+                TraceFormatProblem::AppliedComputeAgenticNeedsConcurrency => {
+                    "--trace-format=applied_compute_agentic requires --replay-concurrency because \
+                     the source traces do not include first-turn timestamps"
+                }
+                TraceFormatProblem::AgenticMooncakeWithConcurrency => {
+                    "--trace-format agentic_mooncake: agentic_mooncake trace format is not \
+                     supported with replay_concurrency (--replay-concurrency)"
+                }
+                TraceFormatProblem::AgenticMooncakeDisaggregated => {
+                    "--trace-format agentic_mooncake: agentic_mooncake trace format is not \
+                     supported for disaggregated replay"
+                }
+                TraceFormatProblem::MooncakeDeltaDisaggregated => {
+                    "--trace-format mooncake-delta: mooncake-delta trace format is not supported \
+                     for disaggregated replay"
+                }
+            }
+            .into(),
+        }
     }
 }
 
@@ -645,32 +649,10 @@ fn opt_finite_non_negative(flag: &str, v: Option<f64>) -> Result<Option<f64>, In
 
 /// `dynamo_replay_report_YYYYMMDD_HHMMSS.json` with the time in UTC.
 pub fn default_report_file_name(now: SystemTime) -> String {
-    let secs = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
     format!(
-        "dynamo_replay_report_{y:04}{m:02}{d:02}_{:02}{:02}{:02}.json",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "dynamo_replay_report_{}.json",
+        crate::report::dates::compact_utc(now)
     )
-}
-
-/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// `--report-json`: absent → timestamped file in the current directory; an existing directory →
@@ -711,16 +693,16 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     let block_size = plan.sim.topology.block_size();
     let budget = memory_budget();
     let hint = |shape: &WorkloadShape, part| match &plan.workload {
-        WorkloadSource::Synthetic(_) => synthetic_memory_hint(part, shape.stored_blocks > 0),
+        WorkloadSource::Synthetic { .. } => synthetic_memory_hint(part, shape.stored_blocks > 0),
         WorkloadSource::Trace { .. } => trace_memory_hint(part),
     };
-    if let WorkloadSource::Synthetic(spec) = &plan.workload {
+    if let WorkloadSource::Synthetic { spec, .. } = &plan.workload {
         // Checked before generating: the workload itself may be what does not fit.
         let shape = WorkloadShape::of_synthetic(spec, block_size);
         let floor = memory_floor(&shape, &plan.sim);
         check_memory(&floor, budget, hint(&shape, floor.largest())).map_err(err)?;
     }
-    let workload = plan.workload.load(block_size)?;
+    let workload = plan.workload.load()?;
     if let Some(why) = crate::sim::driver::unsupported_release(&workload, &plan.sim) {
         return Err(err(why).into());
     }
@@ -915,7 +897,6 @@ mod tests {
             default_report_file_name(SystemTime::UNIX_EPOCH),
             "dynamo_replay_report_19700101_000000.json"
         );
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
     }
 
     #[test]
@@ -928,7 +909,7 @@ mod tests {
              --extra-engine-args {\"block_size\":16,\"dp_size\":2} \
              --router-config {\"overlap_score_weight\":0}",
         );
-        let WorkloadSource::Synthetic(s) = &p.workload else {
+        let WorkloadSource::Synthetic { spec: s, .. } = &p.workload else {
             panic!("{:?}", p.workload)
         };
         assert_eq!(
@@ -969,11 +950,12 @@ mod tests {
     fn synthetic_load_controllers() {
         let p = ok("SYN --replay-concurrency 4");
         assert_eq!(p.sim.load.replay_concurrency, Some(4));
-        let WorkloadSource::Synthetic(s) = &p.workload else {
+        let WorkloadSource::Synthetic { spec: s, .. } = &p.workload else {
             panic!()
         };
         assert_eq!(s.arrival, SyntheticArrival::ClosedLoop);
-        let WorkloadSource::Synthetic(s) = ok("SYN --arrival-interval-ms 0").workload else {
+        let WorkloadSource::Synthetic { spec: s, .. } = ok("SYN --arrival-interval-ms 0").workload
+        else {
             panic!()
         };
         assert_eq!(s.arrival, SyntheticArrival::IntervalMs(0.0));
@@ -987,14 +969,15 @@ mod tests {
             "trace.jsonl --report-jsonl out/req.jsonl --max-sim-time-seconds 1.5 \
              --report-json out/r.json",
         );
-        let expected = WorkloadSource::Trace(TraceSpec {
-            format: crate::workload::formats::TraceFormat::Mooncake,
+        let expected = WorkloadSource::Trace {
+            files: vec!["trace.jsonl".into()],
             paths: vec!["trace.jsonl".into()],
             trace_block_size: Some(512),
-            timing: Timing::OpenLoop,
+            closed_loop: false,
+            format: crate::workload::formats::TraceFormat::Mooncake,
             shared_prefix_ratio: 0.0,
             num_prefix_groups: 0,
-        });
+        };
         assert_eq!(p.workload, expected);
         assert_eq!(p.sim.max_sim_time_ms, Some(1500.0));
         assert!(p.sim.record_requests);
@@ -1009,11 +992,11 @@ mod tests {
         let p = ok("t.jsonl --trace-block-size 64 --replay-concurrency 3");
         assert!(matches!(
             p.workload,
-            WorkloadSource::Trace(TraceSpec {
+            WorkloadSource::Trace {
                 trace_block_size: Some(64),
-                timing: Timing::ClosedLoop,
+                closed_loop: true,
                 ..
-            })
+            }
         ));
         assert_eq!(p.sim.load.replay_concurrency, Some(3));
     }
