@@ -6,6 +6,10 @@
 //! `parse_router_config`, the workload keys checked by the rules of `dynosim run` (spec §1.2),
 //! `LoadSpec` from `arrival_speedup_ratio`/`replay_concurrency`, `Sla` from `slo`, one seed.
 //!
+//! DynoSim's deployment rules (worker types, what disaggregated pools share, kv_router's targets,
+//! trace-format refusals) are `config::build`'s, shared with `dynosim run`: this module only turns
+//! spec values into the builder's inputs and words its problems by spec key.
+//!
 //! Errors split in two: an engine/router JSON the parsers refuse or a workload `dynosim run`
 //! would refuse is a spec error (the whole sweep stops before running); a topology DynoSim would
 //! refuse (kv_router on one target, disaggregated pools that do not match, ...) only makes the
@@ -342,13 +346,49 @@ impl<'s> Resolver<'s> {
         Ok(cfg)
     }
 
-    /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
+    /// The engine pools of a point: the base engine, or the prefill and decode pools merged
+    /// over it.
+    fn pools(
+        &mut self,
+        mode: Mode,
+        engine: &Map<String, Value>,
+        prefill: &Map<String, Value>,
+        decode: &Map<String, Value>,
+    ) -> Result<PoolsInput, InputError> {
+        Ok(match mode {
+            Mode::Aggregated => PoolsInput::Aggregated {
+                engine: self.engine(engine, "engine")?,
+            },
+            Mode::Disaggregated => {
+                let pool_args = |pool: &Map<String, Value>, role: &str| {
+                    // The base engine's role keys describe aggregated workers: a pool takes
+                    // its role from its own object, else gets it set automatically.
+                    let role_keys = ["worker_type", "is_prefill", "is_decode"];
+                    let mut obj = engine.clone();
+                    obj.retain(|k, _| !role_keys.contains(&k.as_str()));
+                    merge_over(&mut obj, pool);
+                    if !role_keys.iter().any(|k| pool.contains_key(*k)) {
+                        obj.insert("worker_type".into(), Value::String(role.into()));
+                    }
+                    obj
+                };
+                let p_obj = pool_args(prefill, "prefill");
+                let d_obj = pool_args(decode, "decode");
+                PoolsInput::Disaggregated {
+                    prefill: self.engine(&p_obj, "prefill_engine (merged over engine)")?,
+                    decode: self.engine(&d_obj, "decode_engine (merged over engine)")?,
+                }
+            }
+        })
+    }
+
     /// What the AIC engines of the points resolved so far cost (each distinct engine is compiled
     /// and loaded once).
     pub fn aic_stats(&self) -> crate::aic::AicStats {
         self.timing.aic_engines().stats()
     }
 
+    /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
     pub fn resolve(&mut self, id: u64) -> Result<ResolvedPoint, InputError> {
         let spec = self.spec;
         let assigned = spec.point_params(id as u128);
@@ -420,37 +460,9 @@ impl<'s> Resolver<'s> {
             }
         }
 
-        let pools = match mode {
-            Mode::Aggregated => PoolsInput::Aggregated {
-                engine: self
-                    .engine(&engine, "engine")
-                    .map_err(|e| point_err(&e.0))?,
-            },
-            Mode::Disaggregated => {
-                let pool_args = |pool: &Map<String, Value>, role: &str| {
-                    // The base engine's role keys describe aggregated workers: a pool takes
-                    // its role from its own object, else gets it set automatically.
-                    let role_keys = ["worker_type", "is_prefill", "is_decode"];
-                    let mut obj = engine.clone();
-                    obj.retain(|k, _| !role_keys.contains(&k.as_str()));
-                    merge_over(&mut obj, pool);
-                    if !role_keys.iter().any(|k| pool.contains_key(*k)) {
-                        obj.insert("worker_type".into(), Value::String(role.into()));
-                    }
-                    obj
-                };
-                let p_obj = pool_args(&prefill, "prefill");
-                let d_obj = pool_args(&decode, "decode");
-                PoolsInput::Disaggregated {
-                    prefill: self
-                        .engine(&p_obj, "prefill_engine (merged over engine)")
-                        .map_err(|e| point_err(&e.0))?,
-                    decode: self
-                        .engine(&d_obj, "decode_engine (merged over engine)")
-                        .map_err(|e| point_err(&e.0))?,
-                }
-            }
-        };
+        let pools = self
+            .pools(mode, &engine, &prefill, &decode)
+            .map_err(|e| point_err(&e.0))?;
         let input = TopologyInput {
             pools,
             num_workers: i64::from(num_workers),
