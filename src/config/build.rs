@@ -120,7 +120,7 @@ impl WorkloadSource {
     }
 }
 
-/// A worker count, as the front end read it (`run`'s flags are signed; a sweep's are checked).
+/// Which worker count a problem is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Count {
     Workers,
@@ -140,7 +140,8 @@ pub enum PoolsInput {
     },
 }
 
-/// Neutral inputs of the topology rules.
+/// Neutral inputs of the topology rules. Counts are signed as `run`'s flags are; the builder
+/// checks their range (a sweep's spec parser has already).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopologyInput {
     pub pools: PoolsInput,

@@ -51,6 +51,7 @@ impl Wording for RunFlags {
                 "--num-prefill-workers + --num-decode-workers = {ranks} workers is above the \
                  limit of {MAX_ENGINE_RANKS} (each keeps its own scheduler and KV cache state)"
             ),
+            // Not produced for `run`, which checks the pools' sum first.
             Problem::RanksAboveLimit { ranks } => format!(
                 "{ranks} engine ranks are above the limit of {MAX_ENGINE_RANKS} (each keeps its \
                  own scheduler and KV cache state)"
