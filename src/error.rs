@@ -6,11 +6,16 @@ use thiserror::Error;
 /// The message names where (file:line, flag, key path) and what was expected.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[error("{0}")]
-pub struct InputError(pub String);
+pub struct InputError(String);
 
 impl InputError {
     pub fn new(msg: impl Into<String>) -> Self {
         InputError(msg.into())
+    }
+
+    /// The same error with `origin` (a flag, a spec key path, a file) in front of its message.
+    pub fn with_origin(self, origin: impl std::fmt::Display) -> Self {
+        InputError(format!("{origin}: {}", self.0))
     }
 }
 
