@@ -7,6 +7,7 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
+use super::scheduler::StallCause;
 use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
@@ -275,6 +276,58 @@ impl<M: LatencyModel> SglangEngine<M> {
                 (r.req, need as u64)
             })
             .find(|&(_, need)| need > self.s.total_kv_tokens)
+    }
+
+    /// Why this engine's work can never move on, whatever happens later (every other page
+    /// freed): its only running request needs a page for its next token and holds the whole
+    /// pool, or, with nothing running, the request at the head of the queue can never pass
+    /// batch formation's budgets (step 1 of [`SglangEngine::step`] with an empty pool), so it
+    /// never completes. `None` whenever a later pass could move forward.
+    pub fn never_schedulable(&self) -> Option<StallCause> {
+        if !self.prebuilt.is_empty() {
+            return None;
+        }
+        let page = self.s.page;
+        let total_pages = self.cache.total_pages();
+        match self.running.as_slice() {
+            [] => {}
+            [only] => {
+                let r = &self.reqs[*only as usize];
+                let needs_page = r.remaining_output() > 0 && r.len().is_multiple_of(page);
+                return (needs_page && self.pages_of(r.materialized) >= total_pages)
+                    .then_some(StallCause::RequestOutgrewPool);
+            }
+            _ => return None,
+        }
+        let &slot = self.waiting.front()?;
+        let r = &self.reqs[slot as usize];
+        let extend = r.len() - r.materialized;
+        if extend == 0 {
+            return None;
+        }
+        let cps = self.s.chunked_prefill_size;
+        let chunk = if extend <= cps {
+            extend
+        } else {
+            let c = cps / page * page;
+            if c == 0 {
+                return Some(StallCause::PrefillOverBudget);
+            }
+            c.min(extend)
+        };
+        let charged = (chunk.div_ceil(page) * page) as f64;
+        let reserve_out = if chunk < extend {
+            0
+        } else {
+            r.remaining_output().min(self.s.clip_max_new_tokens)
+        };
+        // The most room any later pass could offer it: every page but its own.
+        let own_pages = self.pages_of(r.materialized);
+        let best_total = (u64::from(total_pages.saturating_sub(own_pages)) * page as u64) as f64;
+        (charged + reserve_out as f64 >= best_total
+            || charged > self.s.max_prefill_tokens
+            || charged > cps as f64)
+            .then_some(StallCause::PrefillOverBudget)
     }
 
     fn publish(&mut self, key: PageKey) {

@@ -9,6 +9,7 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
+use super::scheduler::StallCause;
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
@@ -707,6 +708,60 @@ impl<M: LatencyModel> Engine<M> {
         seq.exposed = true;
         self.release_blocks(victim, true);
         self.waiting.push_front(victim);
+    }
+
+    /// Why the sequence at the head of the waiting queue can never be admitted, when nothing
+    /// runs: whatever the future holds (every other block freed, every cache hit it could get),
+    /// admission would stop at it again, so the request never completes and, the queue being
+    /// served in order, nothing behind it is admitted either (unless it is a hand-off, which a
+    /// decode worker admits past it). `None` whenever a later pass could admit it, reject it, or
+    /// has running work to do.
+    pub fn never_schedulable(&self) -> Option<StallCause> {
+        if !self.running.is_empty() {
+            return None;
+        }
+        let &s = self.waiting.front()?;
+        let seq = &self.seqs[s as usize];
+        if seq.prebuilt {
+            return None;
+        }
+        let bs = self.block_size;
+        let len = self.seq_len(s);
+        let fresh = !seq.exposed;
+        let too_long = self
+            .args
+            .max_model_len
+            .is_some_and(|m| seq.input as u64 >= m);
+        match self.admission {
+            Admission::Vllm => {
+                if too_long || (fresh && len.div_ceil(bs) > self.pool.capacity()) {
+                    return None; // rejected at its admission
+                }
+                if len.div_ceil(bs) > self.pool.capacity() {
+                    return Some(StallCause::PreemptedOutgrewPool);
+                }
+            }
+            Admission::GuaranteedNoEvict => {
+                if fresh && self.completion_blocks(s) > self.pool.capacity() {
+                    return None; // rejected at its admission
+                }
+            }
+        }
+        if !self.args.enable_chunked_prefill {
+            // The most prompt any later admission could find cached (see `prefill_hits`).
+            let cacheable_blocks = match (self.args.enable_prefix_caching, self.admission) {
+                (false, _) => 0,
+                (true, Admission::Vllm) => len.saturating_sub(1) / bs,
+                (true, Admission::GuaranteedNoEvict) => len / bs,
+            };
+            let cached = (cacheable_blocks * bs).min(len);
+            let prompt_remaining = seq.input - (seq.num_computed + cached).min(seq.input);
+            let budget = self.args.max_num_batched_tokens.unwrap_or(u64::MAX);
+            if prompt_remaining as u64 > budget {
+                return Some(StallCause::PromptOverBatchBudget);
+            }
+        }
+        None
     }
 
     /// Runs one forward pass starting at `now`; returns its duration in ms. `prompts.of(req)`
