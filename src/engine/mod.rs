@@ -7,4 +7,5 @@ pub mod kv;
 pub mod radix;
 pub mod scheduler;
 pub mod sglang;
+pub mod stall;
 pub mod vllm;

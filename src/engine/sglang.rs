@@ -7,7 +7,7 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
-use super::scheduler::StallCause;
+use super::stall::StallCause;
 use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
@@ -903,7 +903,12 @@ mod tests {
             if !e.has_work() {
                 break;
             }
+            let doomed = e.never_schedulable();
             e.step(prompts, &mut out);
+            assert!(
+                doomed.is_none() || !out.progressed,
+                "{doomed:?} but progressed"
+            );
             assert!(
                 out.progressed,
                 "no progress: running {} waiting {} avail {} evictable {}",
@@ -985,5 +990,64 @@ mod tests {
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);
         assert_eq!(out.admitted, vec![(1, 12)]);
+    }
+
+    #[test]
+    fn stall_prompt_and_reserved_output_larger_than_the_pool() {
+        // 4 pages of 16 tokens: a 60-token prompt (4 pages) plus its 10 reserved outputs.
+        let mut e = SglangEngine::new(&args(4, 16), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[], &[]]);
+        e.enqueue(0, 60, 10);
+        e.enqueue(1, 10, 2);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert!(!out.progressed);
+        assert_eq!(e.never_schedulable(), Some(StallCause::PrefillOverBudget));
+    }
+
+    #[test]
+    fn no_stall_for_a_request_that_fits_an_empty_pool() {
+        let mut e = SglangEngine::new(&args(4, 16), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[]]);
+        e.enqueue(0, 30, 10);
+        assert_eq!(e.never_schedulable(), None);
+        let (finished, _) = run(&mut e, &prompts);
+        assert_eq!(finished, vec![0]);
+    }
+
+    #[test]
+    fn stall_running_request_that_holds_the_whole_pool() {
+        // Admitted with a clipped output reservation, it grows into all 4 pages and then needs
+        // a fifth for its next token.
+        let mut a = args(4, 16);
+        a.sglang.clip_max_new_tokens = 1;
+        let mut e = SglangEngine::new(&a, Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[]]);
+        e.enqueue(0, 40, 30);
+        let mut out = PassOutput::default();
+        let mut found = None;
+        for _ in 0..100 {
+            found = e.never_schedulable();
+            e.step(&prompts, &mut out);
+            if !out.progressed {
+                break;
+            }
+            assert_eq!(found, None, "found before a pass that progressed");
+        }
+        assert!(!out.progressed);
+        assert_eq!(found, Some(StallCause::RequestOutgrewPool));
+        assert_eq!(e.never_schedulable(), Some(StallCause::RequestOutgrewPool));
+    }
+
+    #[test]
+    fn stall_chunk_budget_smaller_than_a_page() {
+        let mut a = args(100, 16);
+        a.sglang.chunked_prefill_size = 8;
+        let e = {
+            let mut e = SglangEngine::new(&a, Polynomial, false);
+            e.enqueue(0, 40, 3);
+            e
+        };
+        assert_eq!(e.never_schedulable(), Some(StallCause::PrefillOverBudget));
     }
 }

@@ -9,7 +9,7 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
-use super::scheduler::StallCause;
+use super::stall::StallCause;
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
@@ -1139,5 +1139,88 @@ mod tests {
             emitted += out.emitted.len();
         }
         assert_eq!(emitted, 6);
+    }
+
+    #[test]
+    fn stall_preempted_request_larger_than_the_pool_but_not_a_fresh_one() {
+        let args = EngineArgs {
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        e.enqueue(0, 1, 20, 4, 0);
+        // A fresh request larger than the pool is rejected at admission: no stall.
+        assert_eq!(e.never_schedulable(), None);
+        // Preempted (its generated tokens kept), it waits at the head for good.
+        let s = e.waiting[0];
+        e.seqs[s as usize].exposed = true;
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PreemptedOutgrewPool)
+        );
+        let prompts = PromptBlocks::from_lists(4, &[&[]]);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert!(!out.progressed);
+    }
+
+    #[test]
+    fn stall_unchunked_prompt_over_the_batch_budget_unless_a_cache_hit_could_shrink_it() {
+        let args = EngineArgs {
+            block_size: 4,
+            enable_chunked_prefill: false,
+            max_num_batched_tokens: Some(10),
+            ..EngineArgs::default()
+        };
+        let mut e = engine(EngineArgs {
+            enable_prefix_caching: false,
+            ..args.clone()
+        });
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PromptOverBatchBudget)
+        );
+        // With prefix caching, a later request could cache 16 of its 20 tokens.
+        let mut e = engine(args.clone());
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(e.never_schedulable(), None);
+        // TRT-LLM the same way.
+        let mut e = engine(EngineArgs {
+            engine_type: EngineType::Trtllm,
+            enable_prefix_caching: false,
+            ..args
+        });
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PromptOverBatchBudget)
+        );
+    }
+
+    #[test]
+    fn no_stall_while_something_runs_or_for_a_fitting_head() {
+        let args = EngineArgs {
+            num_gpu_blocks: 8,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(4, &[&[], &[]]);
+        e.enqueue(0, 1, 20, 4, 0);
+        e.enqueue(1, 2, 20, 4, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(e.never_schedulable(), None);
+        // TRT-LLM never stalls on KV: what does not fit to completion is rejected.
+        let mut e = engine(EngineArgs {
+            engine_type: EngineType::Trtllm,
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        });
+        e.enqueue(0, 1, 20, 4, 0);
+        assert_eq!(e.never_schedulable(), None);
     }
 }

@@ -4,7 +4,7 @@
 //! `run` prints about them; it only reads the report, it never changes DynoSim's fields.
 
 use super::Report;
-use crate::engine::scheduler::StallCause;
+use crate::engine::stall::StallCause;
 use serde::Serialize;
 
 /// A simulation that cannot make progress: a request queued on `worker` can never be
@@ -94,7 +94,13 @@ pub fn warning(report: &Report) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn report(arrived: i64, completed: i64, rejected: i64, unfinished: i64, waiting: i64) -> Report {
+    fn report(
+        arrived: i64,
+        completed: i64,
+        rejected: i64,
+        unfinished: i64,
+        waiting: i64,
+    ) -> Report {
         let mut r = Report::default();
         r.set_int("num_requests", arrived);
         r.set_int("arrived_requests", arrived);
@@ -147,7 +153,10 @@ mod tests {
     #[test]
     fn rejected_and_growing_queue_are_named() {
         let w = warning(&report(10, 2, 1, 7, 6)).unwrap();
-        assert!(w.starts_with("2 of 10 arrived requests completed: 7 unfinished"), "{w}");
+        assert!(
+            w.starts_with("2 of 10 arrived requests completed: 7 unfinished"),
+            "{w}"
+        );
         assert!(w.contains("6 waiting for admission, 1 in flight"), "{w}");
         assert!(w.contains("queue is still growing"), "{w}");
         assert!(w.contains("1 rejected"), "{w}");
@@ -164,7 +173,10 @@ mod tests {
             cause: StallCause::PreemptedOutgrewPool,
         });
         let w = warning(&r).unwrap();
-        assert!(w.contains("prefill worker 1 cannot make progress since t=1234.500 ms"), "{w}");
+        assert!(
+            w.contains("prefill worker 1 cannot make progress since t=1234.500 ms"),
+            "{w}"
+        );
         assert!(w.contains("grown larger than the KV pool"), "{w}");
         assert!(!w.contains("still growing"), "{w}");
     }

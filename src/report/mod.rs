@@ -153,10 +153,10 @@ pub mod sketch;
 pub mod stats;
 pub mod table;
 
+pub use crate::engine::stall::StallCause;
 pub use accounting::Stall;
 pub use build::build_report;
 pub use gaps::{GapTally, TokenGaps};
-pub use crate::engine::scheduler::StallCause;
 pub use json::{write_json, write_jsonl};
 
 /// Reads a checked-in reference file (`tests/data/reference/NAME`) for the report tests.

@@ -14,7 +14,8 @@ mod handoff;
 mod setup;
 
 use crate::config::{KvTransferTimingMode, SimConfig, Topology};
-use crate::engine::scheduler::{Scheduler, StallCause};
+use crate::engine::scheduler::Scheduler;
+use crate::engine::stall::StallCause;
 use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
@@ -1083,21 +1084,23 @@ impl<'w> Sim<'w> {
             unfinished_waiting_requests: self.waiting_requests(),
             ..Default::default()
         };
-        let stall = self.stall.map(|(wi, since_ms, cause)| crate::report::Stall {
-            worker: wi,
-            role: match self.workers[wi as usize].role {
-                Role::Aggregated => "aggregated",
-                Role::Prefill => "prefill",
-                Role::Decode => "decode",
-            },
-            since_ms,
-            queued_requests: self.workers[wi as usize]
-                .ranks
-                .iter()
-                .map(|e| e.num_waiting() as u64)
-                .sum(),
-            cause,
-        });
+        let stall = self
+            .stall
+            .map(|(wi, since_ms, cause)| crate::report::Stall {
+                worker: wi,
+                role: match self.workers[wi as usize].role {
+                    Role::Aggregated => "aggregated",
+                    Role::Prefill => "prefill",
+                    Role::Decode => "decode",
+                },
+                since_ms,
+                queued_requests: self.workers[wi as usize]
+                    .ranks
+                    .iter()
+                    .map(|e| e.num_waiting() as u64)
+                    .sum(),
+                cause,
+            });
         let mut out = self.col.finish(self.w, totals);
         out.report.stall = stall;
         out
