@@ -222,3 +222,21 @@ fn an_overloaded_capped_run_says_its_queue_still_grows() {
     assert!(r.report.get("stall").is_none());
     assert!(r.stderr.contains("queue is still growing"), "{}", r.stderr);
 }
+
+#[test]
+fn a_request_without_output_is_accounted_for() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("t.jsonl"),
+        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 0, \"hash_ids\": [1]}\n\
+         {\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [2]}\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["t.jsonl"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(int(&r.report, "arrived_requests"), 2);
+    assert_eq!(int(&r.report, "completed_requests"), 1);
+    assert_eq!(int(&r.report, "finished_without_output_requests"), 1);
+    assert_eq!(int(&r.report, "unfinished_requests"), 0);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
