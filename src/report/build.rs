@@ -33,6 +33,24 @@ pub fn meets_sla(r: &CompletedRequest, sla: &crate::config::Sla) -> bool {
     true
 }
 
+/// Where every arrival ended up (dynosim's keys; DynoSim's keep their values): arrived =
+/// completed + rejected + unfinished (+ finished without output, a key present only when any).
+fn set_accounting(r: &mut Report, totals: &RunTotals) {
+    r.set_int("arrived_requests", to_i64(totals.num_requests));
+    r.set_int("rejected_requests", to_i64(totals.rejected_requests));
+    r.set_int("unfinished_requests", to_i64(totals.unfinished_requests));
+    r.set_int(
+        "unfinished_waiting_requests",
+        to_i64(totals.unfinished_waiting_requests),
+    );
+    if totals.finished_without_output_requests > 0 {
+        r.set_int(
+            "finished_without_output_requests",
+            to_i64(totals.finished_without_output_requests),
+        );
+    }
+}
+
 /// The report of one run. `completed` holds only requests that completed (rejected and unfinished
 /// ones are counted in `totals.num_requests` alone); `gaps` the pooled per-token gaps of them.
 pub fn build_report(
@@ -58,21 +76,7 @@ pub fn build_report(
 
     r.set_int("num_requests", to_i64(totals.num_requests));
     r.set_int("completed_requests", n as i64);
-    // Where every arrival ended up (dynosim's; DynoSim's fields above keep their values):
-    // arrived = completed + rejected + unfinished (+ finished without output, when any).
-    r.set_int("arrived_requests", to_i64(totals.num_requests));
-    r.set_int("rejected_requests", to_i64(totals.rejected_requests));
-    r.set_int("unfinished_requests", to_i64(totals.unfinished_requests));
-    r.set_int(
-        "unfinished_waiting_requests",
-        to_i64(totals.unfinished_waiting_requests),
-    );
-    if totals.finished_without_output_requests > 0 {
-        r.set_int(
-            "finished_without_output_requests",
-            to_i64(totals.finished_without_output_requests),
-        );
-    }
+    set_accounting(&mut r, totals);
     r.set_int("total_input_tokens", to_i64(total_in));
     r.set_int("total_output_tokens", to_i64(total_out));
     r.set_float("duration_ms", duration_ms);
