@@ -95,19 +95,8 @@ pub(crate) fn check_merge_fits(points_bytes: u64, budget: u64) -> Result<(), Swe
     )))
 }
 
-/// Merges shard folders into `out`; returns the merged records' count and the missing point ids.
-pub(crate) fn merge_dirs(
-    dirs: &[PathBuf],
-    out: &Path,
-    quiet: bool,
-) -> Result<(u64, Vec<u64>), SweepError> {
-    if dirs.is_empty() {
-        return Err(input("merge needs at least one sweep output folder".into()));
-    }
-    let shards: Vec<Shard> = dirs
-        .iter()
-        .map(|d| read_shard(d))
-        .collect::<Result<_, _>>()?;
+/// The shards come from one spec, run by one dynosim version (a warning when not this one).
+fn check_same_sweep(shards: &[Shard]) -> Result<(), SweepError> {
     let first = &shards[0];
     for s in &shards[1..] {
         if s.sha != first.sha {
@@ -135,6 +124,12 @@ pub(crate) fn merge_dirs(
             first.meta.dynosim_version
         );
     }
+    Ok(())
+}
+
+/// `out` is none of the inputs and, when it exists, empty or an earlier merge of the same spec.
+fn check_merge_output(shards: &[Shard], out: &Path) -> Result<(), SweepError> {
+    let first = &shards[0];
     if let Some(s) = shards.iter().find(|s| same_path(&s.dir, out)) {
         return Err(input(format!(
             "merge output {} is one of the input folders ({}); choose another -o",
@@ -160,19 +155,11 @@ pub(crate) fn merge_dirs(
             }
         }
     }
-    let points_bytes: u64 = shards
-        .iter()
-        .map(|s| {
-            std::fs::metadata(s.dir.join(POINTS_FILE))
-                .map(|m| m.len())
-                .unwrap_or(0)
-        })
-        .sum();
-    check_merge_fits(points_bytes, crate::config::limits::memory_budget())?;
-    // The spec copy is only parsed: its trace paths are not looked at.
-    let spec = parse_spec(&first.text, Path::new(&first.meta.spec_file))?;
-    let total = first.meta.points_total;
+    Ok(())
+}
 
+/// Every shard's records, one per point id (a point in two shards must agree), in id order.
+fn union_of(shards: &[Shard], total: u64) -> Result<Vec<PointRecord>, SweepError> {
     let mut union: BTreeMap<u64, (PointRecord, usize)> = BTreeMap::new();
     for (i, s) in shards.iter().enumerate() {
         let f = read_points(&s.dir)
@@ -218,20 +205,18 @@ pub(crate) fn merge_dirs(
             }
         }
     }
-    let records: Vec<PointRecord> = union.into_values().map(|(r, _)| r).collect();
-    let missing: Vec<u64> = {
-        let mut have = records.iter().map(|r| r.point).peekable();
-        let mut m = Vec::new();
-        for id in 0..total {
-            if have.peek() == Some(&id) {
-                have.next();
-            } else {
-                m.push(id);
-            }
-        }
-        m
-    };
+    Ok(union.into_values().map(|(r, _)| r).collect())
+}
 
+/// Writes the merged spec, sweep.json, points, probes and the MISSING mark; returns the mark's
+/// path.
+fn write_merged(
+    shards: &[Shard],
+    out: &Path,
+    records: &[PointRecord],
+    missing: &[u64],
+) -> Result<PathBuf, SweepError> {
+    let first = &shards[0];
     let io = |e: std::io::Error| SweepError::Io(format!("cannot write to {}: {e}", out.display()));
     std::fs::create_dir_all(out).map_err(io)?;
     write_atomic(&out.join(SPEC_FILE), first.text.as_bytes()).map_err(io)?;
@@ -258,6 +243,53 @@ pub(crate) fn merge_dirs(
         let text: String = missing.iter().map(|m| format!("{m}\n")).collect();
         write_atomic(&missing_path, text.as_bytes()).map_err(io)?;
     }
+    Ok(missing_path)
+}
+
+/// Merges shard folders into `out`; returns the merged records' count and the missing point ids.
+pub(crate) fn merge_dirs(
+    dirs: &[PathBuf],
+    out: &Path,
+    quiet: bool,
+) -> Result<(u64, Vec<u64>), SweepError> {
+    if dirs.is_empty() {
+        return Err(input("merge needs at least one sweep output folder".into()));
+    }
+    let shards: Vec<Shard> = dirs
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<Result<_, _>>()?;
+    let first = &shards[0];
+    check_same_sweep(&shards)?;
+    check_merge_output(&shards, out)?;
+    let points_bytes: u64 = shards
+        .iter()
+        .map(|s| {
+            std::fs::metadata(s.dir.join(POINTS_FILE))
+                .map(|m| m.len())
+                .unwrap_or(0)
+        })
+        .sum();
+    check_merge_fits(points_bytes, crate::config::limits::memory_budget())?;
+    // The spec copy is only parsed: its trace paths are not looked at.
+    let spec = parse_spec(&first.text, Path::new(&first.meta.spec_file))?;
+    let total = first.meta.points_total;
+
+    let records = union_of(&shards, total)?;
+    let missing: Vec<u64> = {
+        let mut have = records.iter().map(|r| r.point).peekable();
+        let mut m = Vec::new();
+        for id in 0..total {
+            if have.peek() == Some(&id) {
+                have.next();
+            } else {
+                m.push(id);
+            }
+        }
+        m
+    };
+
+    let missing_path = write_merged(&shards, out, &records, &missing)?;
     let run = RunContext {
         dir: out,
         spec: &spec,
