@@ -246,9 +246,17 @@ fn shared_parameters(a: &Folder, b: &Folder) -> Vec<String> {
 fn parameter_key(r: &PointRecord, params: &[String]) -> Option<String> {
     let values: Vec<String> = params
         .iter()
-        .map(|c| r.parameters.get(c).map(Value::to_string).unwrap_or_default())
+        .map(|c| {
+            r.parameters
+                .get(c)
+                .map(Value::to_string)
+                .unwrap_or_default()
+        })
         .collect();
-    values.iter().any(|v| !v.is_empty()).then(|| values.join("\u{1f}"))
+    values
+        .iter()
+        .any(|v| !v.is_empty())
+        .then(|| values.join("\u{1f}"))
 }
 
 /// Where two specs differ outside their grids: `workload.arrival_speedup_ratio 2 -> 4`, ...

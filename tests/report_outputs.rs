@@ -380,10 +380,7 @@ fn compare_reports_and_folders() {
         text.contains("point 5: num_workers=8 router_mode=kv_router"),
         "{text}"
     );
-    assert!(
-        text.contains("pairing: by configuration hash"),
-        "{text}"
-    );
+    assert!(text.contains("pairing: by configuration hash"), "{text}");
 
     // C: the same grid at another load: no configuration is the same, so points pair by their
     // grid parameters, and the deltas of the ranking metrics are shown per point.
@@ -395,10 +392,7 @@ fn compare_reports_and_folders() {
         text.contains("pairing: by grid parameters (num_workers, router_mode)"),
         "{text}"
     );
-    assert!(
-        text.contains("workload.request_rate 40 -> 80"),
-        "{text}"
-    );
+    assert!(text.contains("workload.request_rate 40 -> 80"), "{text}");
     assert!(
         text.contains("6 points paired, 0 only in A, 0 only in B"),
         "{text}"

@@ -125,7 +125,10 @@ fn early_stop_keeps_every_status() {
                 // What is kept: the bound's metric, a proven lower bound above the bound and
                 // at most the full run's value, and when it stopped.
                 let metric = cell("stopped_metric");
-                assert!(ra["reason"].starts_with(&format!("{metric} > max ")), "{ra:?}");
+                assert!(
+                    ra["reason"].starts_with(&format!("{metric} > max ")),
+                    "{ra:?}"
+                );
                 let bound: f64 = ra["reason"]
                     .split_whitespace()
                     .nth(3)
@@ -141,7 +144,10 @@ fn early_stop_keeps_every_status() {
                 assert!(at > 0.0, "{ra:?}");
             } else if matches!(ra["status"].as_str(), "ok" | "infeasible") {
                 assert_eq!(ra.get("mean_ttft_ms"), rb.get("mean_ttft_ms"));
-                assert_eq!(ra.get("stopped_metric").map(String::as_str).unwrap_or(""), "");
+                assert_eq!(
+                    ra.get("stopped_metric").map(String::as_str).unwrap_or(""),
+                    ""
+                );
             } else if matches!(ra["status"].as_str(), "ok" | "infeasible") {
                 assert_eq!(ra.get("mean_ttft_ms"), rb.get("mean_ttft_ms"));
             }
@@ -174,7 +180,10 @@ fn near_misses_stay_visible_and_early_stop_false_runs_to_the_end() {
         .collect();
     assert!(!stopped.is_empty(), "{board:?}");
     let html = read(early.join("report.html"));
-    assert!(html.contains("<h3>Stopped early</h3>"), "no stopped-early chart");
+    assert!(
+        html.contains("<h3>Stopped early</h3>"),
+        "no stopped-early chart"
+    );
     assert!(html.contains("id=\"stopped\""));
     assert!(html.contains("stopped early: the metric is at least this"));
     for id in &stopped {
@@ -183,7 +192,11 @@ fn near_misses_stay_visible_and_early_stop_false_runs_to_the_end() {
 
     let full = dir.path().join("full");
     sweep_ok(&spec, &full, &["--no-early-stop"]);
-    let off = write_spec(dir.path(), "off.yaml", &format!("{text}early_stop: false\n"));
+    let off = write_spec(
+        dir.path(),
+        "off.yaml",
+        &format!("{text}early_stop: false\n"),
+    );
     let by_key = dir.path().join("off");
     sweep_ok(&off, &by_key, &[]);
     assert_eq!(
@@ -192,7 +205,11 @@ fn near_misses_stay_visible_and_early_stop_false_runs_to_the_end() {
     );
     assert!(!read(by_key.join("leaderboard.csv")).contains("stopped_metric"));
 
-    let bad = write_spec(dir.path(), "bad.yaml", &format!("{text}early_stop: no_thanks\n"));
+    let bad = write_spec(
+        dir.path(),
+        "bad.yaml",
+        &format!("{text}early_stop: no_thanks\n"),
+    );
     let o = sweep(&bad, &dir.path().join("bad"), &[]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -348,7 +365,10 @@ fn capacity_outside_the_range() {
         html.contains("No deployment meets the bounds anywhere in the range"),
         "no explanation"
     );
-    assert!(html.contains("<code>p99_ttft_ms</code> (1)"), "the missed bound");
+    assert!(
+        html.contains("<code>p99_ttft_ms</code> (1)"),
+        "the missed bound"
+    );
 }
 
 /// Bad searches stop before anything runs, with exit 2 and the path.

@@ -159,11 +159,8 @@ pub(crate) fn first_missed(
                     }
                     _ => 1,
                 };
-                let mut above: Vec<f64> = requests
-                    .iter()
-                    .map(lower)
-                    .filter(|x| *x > b.max)
-                    .collect();
+                let mut above: Vec<f64> =
+                    requests.iter().map(lower).filter(|x| *x > b.max).collect();
                 let count = above.len() as u64;
                 (count >= need).then(|| {
                     // At least `need` requests are at or above the need-th largest lower bound,
