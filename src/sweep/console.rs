@@ -113,21 +113,54 @@ fn wrap_header(h: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The console's table of the first `n` rows (in leaderboard order), with `key` metrics, of
-/// which the `required` ones (`rank_by`, `require`) are always shown, fitting in `width`
-/// characters.
-pub fn top_table(
-    rows: &[Row],
+/// The columns that fit in `width`, in their order, and the headers of those that do not. Room
+/// goes to the columns by priority; parameters in their order, the first that does not fit
+/// ending them.
+fn fit_columns(
+    cols: Vec<Column>,
+    priority: &[Priority],
+    width: usize,
+) -> (Vec<(Column, usize)>, Vec<String>) {
+    let widths: Vec<usize> = cols.iter().map(Column::width).collect();
+    let mut by_priority: Vec<usize> = (0..cols.len()).collect();
+    by_priority.sort_by_key(|&i| (priority[i], i));
+    let mut used = 0;
+    let mut keep = vec![false; cols.len()];
+    let mut params_full = false;
+    for i in by_priority {
+        let fits = used + widths[i] <= width;
+        let take = match priority[i] {
+            Priority::Always => true,
+            Priority::Parameter => {
+                params_full |= !fits;
+                !params_full
+            }
+            _ => fits,
+        };
+        if take {
+            used += widths[i] + GAP;
+            keep[i] = true;
+        }
+    }
+    let mut kept: Vec<(Column, usize)> = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    for ((c, w), k) in cols.into_iter().zip(widths).zip(keep) {
+        if k {
+            kept.push((c, w));
+        } else {
+            dropped.push(c.header);
+        }
+    }
+    (kept, dropped)
+}
+
+/// The table's columns for the `shown` rows, each with its priority for room.
+fn columns(
+    shown: &[&Row],
     key: &[String],
     required: &[String],
     param_columns: &[String],
-    n: usize,
-    width: usize,
-) -> String {
-    if !rows.iter().any(|r| r.rank.is_some()) {
-        return "no point finished a simulation\n".to_string();
-    }
-    let shown: Vec<&Row> = rows.iter().take(n).collect();
+) -> (Vec<Column>, Vec<Priority>) {
     let mut cols = vec![
         Column::new(
             "rank",
@@ -209,6 +242,25 @@ pub fn top_table(
         });
         cols.push(Column::new(m, cells, true));
     }
+    (cols, priority)
+}
+
+/// The console's table of the first `n` rows (in leaderboard order), with `key` metrics, of
+/// which the `required` ones (`rank_by`, `require`) are always shown, fitting in `width`
+/// characters.
+pub fn top_table(
+    rows: &[Row],
+    key: &[String],
+    required: &[String],
+    param_columns: &[String],
+    n: usize,
+    width: usize,
+) -> String {
+    if !rows.iter().any(|r| r.rank.is_some()) {
+        return "no point finished a simulation\n".to_string();
+    }
+    let shown: Vec<&Row> = rows.iter().take(n).collect();
+    let (cols, priority) = columns(&shown, key, required, param_columns);
     let reasons: Vec<String> = shown
         .iter()
         .map(|r| match r.rec.status {
@@ -217,38 +269,7 @@ pub fn top_table(
         })
         .collect();
 
-    // Room goes to the columns by priority (parameters in their order, the first that does not
-    // fit ending them); they are shown in their own order.
-    let widths: Vec<usize> = cols.iter().map(Column::width).collect();
-    let mut by_priority: Vec<usize> = (0..cols.len()).collect();
-    by_priority.sort_by_key(|&i| (priority[i], i));
-    let mut used = 0;
-    let mut keep = vec![false; cols.len()];
-    let mut params_full = false;
-    for i in by_priority {
-        let fits = used + widths[i] <= width;
-        let take = match priority[i] {
-            Priority::Always => true,
-            Priority::Parameter => {
-                params_full |= !fits;
-                !params_full
-            }
-            _ => fits,
-        };
-        if take {
-            used += widths[i] + GAP;
-            keep[i] = true;
-        }
-    }
-    let mut kept: Vec<(Column, usize)> = Vec::new();
-    let mut dropped: Vec<String> = Vec::new();
-    for ((c, w), k) in cols.into_iter().zip(widths).zip(keep) {
-        if k {
-            kept.push((c, w));
-        } else {
-            dropped.push(c.header);
-        }
-    }
+    let (kept, dropped) = fit_columns(cols, &priority, width);
     // A reason goes on its own line under its row, starting under the status.
     let indent = kept[0].1 + kept[1].1 + 2 * GAP;
 

@@ -208,7 +208,9 @@ pub fn stopped(points: &[StoppedPoint]) -> Result<Chart, String> {
         root.fill(&WHITE).map_err(err)?;
         let (xmin, xmax) = min_max(points.iter().map(|p| p.at_s));
         let (_, ymax) = min_max(points.iter().map(|p| p.proven_percent));
-        let x_range = padded(xmin.min(0.0), xmax);
+        // Room on the right for the last mark's label.
+        let x_lo = xmin.min(0.0);
+        let x_range = padded(x_lo, xmax + (xmax - x_lo).max(0.0) * 0.12);
         let y_range = padded(90.0, ymax.max(110.0));
         let mut chart = ChartBuilder::on(&root)
             .margin(16)
