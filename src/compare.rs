@@ -188,13 +188,32 @@ fn match_points<'a>(
     Vec<&'a PointRecord>,
     Vec<&'a PointRecord>,
 ) {
-    let mut by_hash: BTreeMap<&str, Vec<&PointRecord>> = BTreeMap::new();
+    pair_by(a, b, |r| Some(r.hash.clone()))
+}
+
+/// Pairs points with the same `key` (in point order on both sides when a key repeats); points
+/// without a key are paired with nothing.
+#[allow(clippy::type_complexity)]
+fn pair_by<'a>(
+    a: &'a [PointRecord],
+    b: &'a [PointRecord],
+    key: impl Fn(&PointRecord) -> Option<String>,
+) -> (
+    Vec<(&'a PointRecord, &'a PointRecord)>,
+    Vec<&'a PointRecord>,
+    Vec<&'a PointRecord>,
+) {
+    let mut by_key: BTreeMap<String, Vec<&PointRecord>> = BTreeMap::new();
     let mut bs: Vec<&PointRecord> = b.iter().collect();
     bs.sort_by_key(|r| r.point);
+    let mut only_b = Vec::new();
     for r in bs {
-        by_hash.entry(r.hash.as_str()).or_default().push(r);
+        match key(r) {
+            Some(k) => by_key.entry(k).or_default().push(r),
+            None => only_b.push(r),
+        }
     }
-    for v in by_hash.values_mut() {
+    for v in by_key.values_mut() {
         v.reverse();
     }
     let mut a_sorted: Vec<&PointRecord> = a.iter().collect();
@@ -202,33 +221,137 @@ fn match_points<'a>(
     let mut pairs = Vec::new();
     let mut only_a = Vec::new();
     for r in a_sorted {
-        match by_hash.get_mut(r.hash.as_str()).and_then(Vec::pop) {
+        match key(r).and_then(|k| by_key.get_mut(&k)?.pop()) {
             Some(m) => pairs.push((r, m)),
             None => only_a.push(r),
         }
     }
-    let mut only_b: Vec<&PointRecord> = by_hash.into_values().flatten().collect();
+    only_b.extend(by_key.into_values().flatten());
     only_b.sort_by_key(|r| r.point);
     (pairs, only_a, only_b)
 }
 
+/// The grid parameters both specs set (in A's column order): what points are paired by when no
+/// configuration is the same in both.
+fn shared_parameters(a: &Folder, b: &Folder) -> Vec<String> {
+    let in_b = b.spec.param_columns();
+    a.spec
+        .param_columns()
+        .into_iter()
+        .filter(|c| in_b.contains(c))
+        .collect()
+}
+
+/// A point's values of `params`, as one key (none when it sets none of them).
+fn parameter_key(r: &PointRecord, params: &[String]) -> Option<String> {
+    let values: Vec<String> = params
+        .iter()
+        .map(|c| {
+            r.parameters
+                .get(c)
+                .map(Value::to_string)
+                .unwrap_or_default()
+        })
+        .collect();
+    values
+        .iter()
+        .any(|v| !v.is_empty())
+        .then(|| values.join("\u{1f}"))
+}
+
+/// Where two specs differ outside their grids: `workload.arrival_speedup_ratio 2 -> 4`, ...
+fn spec_differences(a: &Folder, b: &Folder) -> Vec<String> {
+    let mut out = Vec::new();
+    let (x, y) = (&a.spec, &b.spec);
+    let sections = [
+        ("workload", &x.workload, &y.workload),
+        ("engine", &x.engine, &y.engine),
+        ("prefill_engine", &x.prefill_engine, &y.prefill_engine),
+        ("decode_engine", &x.decode_engine, &y.decode_engine),
+        ("router", &x.router, &y.router),
+    ];
+    for (name, ma, mb) in sections {
+        let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let (va, vb) = (ma.get(k), mb.get(k));
+            if va != vb {
+                let text = |v: Option<&Value>| v.map(Value::to_string).unwrap_or("(unset)".into());
+                out.push(format!("{name}.{k} {} -> {}", text(va), text(vb)));
+            }
+        }
+    }
+    let plain = [
+        ("seed", x.seed.to_string(), y.seed.to_string()),
+        ("mode", format!("{:?}", x.mode), format!("{:?}", y.mode)),
+        (
+            "router_mode",
+            format!("{:?}", x.router_mode),
+            format!("{:?}", y.router_mode),
+        ),
+        ("slo", format!("{:?}", x.sla), format!("{:?}", y.sla)),
+    ];
+    for (name, va, vb) in plain {
+        if va != vb {
+            out.push(format!("{name} differs"));
+        }
+    }
+    if x.axes.len() != y.axes.len() || x.param_columns() != y.param_columns() {
+        out.push("grid differs".into());
+    }
+    out
+}
+
 fn compare_folders(a: &Folder, b: &Folder) -> String {
-    let (pairs, only_a, only_b) = match_points(&a.records, &b.records);
+    let (mut pairs, mut only_a, mut only_b) = match_points(&a.records, &b.records);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "A: {} ({}, {} points)\nB: {} ({}, {} points)\n{} points in both (same configuration hash), {} only in A, {} only in B",
+        "A: {} ({}, {} points)\nB: {} ({}, {} points)",
         a.dir.display(),
         a.spec.name,
         a.records.len(),
         b.dir.display(),
         b.spec.name,
         b.records.len(),
-        pairs.len(),
-        only_a.len(),
-        only_b.len()
     );
-    let params_a = a.spec.param_columns();
+    let shared = shared_parameters(a, b);
+    let by_parameters = pairs.is_empty() && !shared.is_empty();
+    if by_parameters {
+        // No configuration is the same in both (another load, trace or engine setting): the
+        // points that set the same grid parameters are the ones to compare.
+        (pairs, only_a, only_b) = pair_by(&a.records, &b.records, |r| parameter_key(r, &shared));
+        let diff = spec_differences(a, b);
+        let _ = writeln!(
+            out,
+            "pairing: by grid parameters ({}), as no point has the same configuration in both{}\n\
+             {} points paired, {} only in A, {} only in B",
+            shared.join(", "),
+            if diff.is_empty() {
+                String::new()
+            } else {
+                format!(" (the specs differ: {})", diff.join("; "))
+            },
+            pairs.len(),
+            only_a.len(),
+            only_b.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "pairing: by configuration hash (the same resolved configuration and workload)\n\
+             {} points in both (same configuration hash), {} only in A, {} only in B",
+            pairs.len(),
+            only_a.len(),
+            only_b.len()
+        );
+    }
+    let params_a = if by_parameters {
+        shared.clone()
+    } else {
+        a.spec.param_columns()
+    };
     let mut metrics = key_metrics(&a.spec.rank_by, &a.spec.require, &a.spec.pareto);
     for m in key_metrics(&b.spec.rank_by, &b.spec.require, &b.spec.pareto) {
         if !metrics.contains(&m) {
@@ -265,6 +388,7 @@ fn compare_folders(a: &Folder, b: &Folder) -> String {
             "status".into(),
             "A".into(),
             "B".into(),
+            "B-A".into(),
             "B/A".into(),
             "change".into(),
             "parameters (A)".into(),
@@ -285,6 +409,13 @@ fn compare_folders(a: &Folder, b: &Folder) -> String {
                 status,
                 num(va),
                 num(vb),
+                match (va, vb) {
+                    (Some(x), Some(y)) => {
+                        let d = y - x;
+                        format!("{}{}", if d > 0.0 { "+" } else { "" }, short_number(d))
+                    }
+                    _ => "-".into(),
+                },
                 r,
                 c,
                 params.to_string(),

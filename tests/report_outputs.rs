@@ -380,6 +380,37 @@ fn compare_reports_and_folders() {
         text.contains("point 5: num_workers=8 router_mode=kv_router"),
         "{text}"
     );
+    assert!(text.contains("pairing: by configuration hash"), "{text}");
+
+    // C: the same grid at another load: no configuration is the same, so points pair by their
+    // grid parameters, and the deltas of the ranking metrics are shown per point.
+    let c_spec = SPEC.replace("request_rate: 40", "request_rate: 80");
+    let c = sweep(dir.path(), &c_spec, "c");
+    let o = dynosim().arg("compare").arg(&a).arg(&c).assert().success();
+    let text = String::from_utf8_lossy(&o.get_output().stdout).to_string();
+    assert!(
+        text.contains("pairing: by grid parameters (num_workers, router_mode)"),
+        "{text}"
+    );
+    assert!(text.contains("workload.request_rate 40 -> 80"), "{text}");
+    assert!(
+        text.contains("6 points paired, 0 only in A, 0 only in B"),
+        "{text}"
+    );
+    assert!(!text.contains("0 points in both"), "{text}");
+    let section = text
+        .split("\noutput_throughput_tok_s_per_gpu")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(section.contains("B-A"), "{text}");
+    // Point 2 of A (2 workers, round robin) is paired with point 2 of C.
+    assert!(
+        section
+            .lines()
+            .any(|l| l.split_whitespace().take(2).eq(["2", "2"])
+                && l.ends_with("num_workers=2 router_mode=round_robin")),
+        "{text}"
+    );
 
     let ra = dir.path().join("ra.json");
     let rb = dir.path().join("rb.json");

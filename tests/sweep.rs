@@ -491,6 +491,44 @@ fn quickstart_runs_on_the_bundled_trace() {
     assert_eq!(csv.lines().count(), 7, "{csv}");
 }
 
+/// The console table keeps the `rank_by` and `require` metrics on a narrow terminal
+/// (`COLUMNS`) and cuts parameter columns instead, naming them under the table.
+#[test]
+fn console_keeps_the_ranked_and_required_metrics_when_narrow() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "workload: {input_tokens: 256, output_tokens: 16, request_count: 40, request_rate: 20}\n\
+         grid:\n  num_workers: [1, 2]\n  engine.max_num_seqs: [64, 128]\n  engine.max_num_batched_tokens: [4096, 8192]\n\
+         require: {p99_ttft_ms: {max: 100000}}\n\
+         rank_by: [max output_throughput_tok_s]\n",
+    );
+    let table = |columns: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = dynosim()
+            .env("COLUMNS", columns)
+            .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let narrow = table("60", "narrow");
+    // The table's lines (the summary line after it names a path of any length).
+    for l in narrow.lines().take_while(|l| !l.starts_with("(*")) {
+        assert!(l.chars().count() <= 60, "{l:?} is too wide\n{narrow}");
+    }
+    assert!(narrow.contains("output_"), "{narrow}");
+    assert!(narrow.contains("p99_ttft_ms"), "{narrow}");
+    assert!(
+        narrow.contains("not shown (too wide): ") && narrow.contains("engine.max_num_"),
+        "{narrow}"
+    );
+    let wide = table("200", "wide");
+    assert!(!wide.contains("not shown"), "{wide}");
+    assert!(wide.contains("num_batched_"), "{wide}");
+}
+
 #[test]
 
 fn dry_run_prints_the_grid_and_writes_nothing() {

@@ -122,12 +122,98 @@ fn early_stop_keeps_every_status() {
                 let cell = |k: &str| ra.get(k).map(String::as_str).unwrap_or("");
                 assert_eq!(cell("mean_ttft_ms"), "", "spec {i} point {id}");
                 assert_eq!(cell("request_throughput_rps"), "");
+                // What is kept: the bound's metric, a proven lower bound above the bound and
+                // at most the full run's value, and when it stopped.
+                let metric = cell("stopped_metric");
+                assert!(
+                    ra["reason"].starts_with(&format!("{metric} > max ")),
+                    "{ra:?}"
+                );
+                let bound: f64 = ra["reason"]
+                    .split_whitespace()
+                    .nth(3)
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or_else(|| panic!("{ra:?}"));
+                let proven: f64 = cell("stopped_proven_min_ms").parse().unwrap();
+                let full: f64 = rb[metric].parse().unwrap();
+                assert!(
+                    proven > bound && proven <= full * (1.0 + 1e-9),
+                    "spec {i} point {id}: proven {proven}, bound {bound}, full run {full}"
+                );
+                let at: f64 = cell("stopped_at_ms").parse().unwrap();
+                assert!(at > 0.0, "{ra:?}");
+            } else if matches!(ra["status"].as_str(), "ok" | "infeasible") {
+                assert_eq!(ra.get("mean_ttft_ms"), rb.get("mean_ttft_ms"));
+                assert_eq!(
+                    ra.get("stopped_metric").map(String::as_str).unwrap_or(""),
+                    ""
+                );
             } else if matches!(ra["status"].as_str(), "ok" | "infeasible") {
                 assert_eq!(ra.get("mean_ttft_ms"), rb.get("mean_ttft_ms"));
             }
         }
     }
     assert!(stopped >= 4, "only {stopped} points stopped early");
+}
+
+/// A stopped point stays visible in report.html (its proven bound on the chart of points
+/// stopped early), and `early_stop: false` in the spec runs every point to the end, exactly as
+/// `--no-early-stop` does; a value that is not a boolean is refused with its path.
+#[test]
+fn near_misses_stay_visible_and_early_stop_false_runs_to_the_end() {
+    let trace = data("tests/data/traces/conv_2k.jsonl.gz");
+    let text = format!(
+        "workload: {{trace: {trace}, trace_block_size: 512}}\n\
+         engine: {{block_size: 64}}\n\
+         grid:\n  workload.arrival_speedup_ratio: [1, 16]\n  num_workers: [1, 2]\n\
+         require: {{p99_ttft_ms: {{max: 2000}}}}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "s.yaml", &text);
+    let early = dir.path().join("early");
+    sweep_ok(&spec, &early, &[]);
+    let board = rows(&early);
+    let stopped: Vec<u64> = board
+        .iter()
+        .filter(|(_, r)| r["stopped_metric"] == "p99_ttft_ms")
+        .map(|(id, _)| *id)
+        .collect();
+    assert!(!stopped.is_empty(), "{board:?}");
+    let html = read(early.join("report.html"));
+    assert!(
+        html.contains("<h3>Stopped early</h3>"),
+        "no stopped-early chart"
+    );
+    assert!(html.contains("id=\"stopped\""));
+    assert!(html.contains("stopped early: the metric is at least this"));
+    for id in &stopped {
+        assert!(html.contains(&format!("#{id} p99_ttft_ms")), "point {id}");
+    }
+
+    let full = dir.path().join("full");
+    sweep_ok(&spec, &full, &["--no-early-stop"]);
+    let off = write_spec(
+        dir.path(),
+        "off.yaml",
+        &format!("{text}early_stop: false\n"),
+    );
+    let by_key = dir.path().join("off");
+    sweep_ok(&off, &by_key, &[]);
+    assert_eq!(
+        read(full.join("leaderboard.csv")),
+        read(by_key.join("leaderboard.csv"))
+    );
+    assert!(!read(by_key.join("leaderboard.csv")).contains("stopped_metric"));
+
+    let bad = write_spec(
+        dir.path(),
+        "bad.yaml",
+        &format!("{text}early_stop: no_thanks\n"),
+    );
+    let o = sweep(&bad, &dir.path().join("bad"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("early_stop: expected true or false"), "{err}");
 }
 
 const SEARCH_SPEC: &str = "workload: {input_tokens: 1024, output_tokens: 32, request_count: 200}
@@ -258,6 +344,31 @@ fn capacity_outside_the_range() {
     assert_eq!(board[&1]["capacity"], "100");
     assert_eq!(board[&1]["capacity_bracket_high"], "");
     assert_eq!(board[&1]["rank"], "1");
+    let html = read(out.join("report.html"));
+    assert!(html.contains("1 below_range, 1 above_range"), "counts");
+    assert!(
+        html.contains("The search varied <code>workload.request_rate</code> from 40 to 100"),
+        "knob and range"
+    );
+
+    // Every point below the range: the report says why instead of an empty page.
+    let text = SEARCH_SPEC
+        .replace("num_workers: [1, 2, 4]", "num_workers: [1]")
+        .replace("low: 0.5, high: 400", "low: 200, high: 400");
+    let spec = write_spec(dir.path(), "low.yaml", &text);
+    let out = dir.path().join("low");
+    sweep_ok(&spec, &out, &[]);
+    assert_eq!(rows(&out)[&0]["status"], "below_range");
+    let html = read(out.join("report.html"));
+    assert!(html.contains("1 below_range, 0 above_range"), "counts");
+    assert!(
+        html.contains("No deployment meets the bounds anywhere in the range"),
+        "no explanation"
+    );
+    assert!(
+        html.contains("<code>p99_ttft_ms</code> (1)"),
+        "the missed bound"
+    );
 }
 
 /// Bad searches stop before anything runs, with exit 2 and the path.

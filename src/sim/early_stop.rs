@@ -84,6 +84,8 @@ pub struct Stopped {
     /// The bound that is certainly missed.
     pub key: String,
     pub max: f64,
+    /// What the simulated past proves of the metric: it is at least this (ms, above `max`).
+    pub proven_min: f64,
     /// Simulated time of the stop.
     pub at_ms: f64,
     /// What proves it, e.g. `131 of 12031 requests already above 2000 ms`.
@@ -157,9 +159,20 @@ pub(crate) fn first_missed(
                     }
                     _ => 1,
                 };
-                let above = requests.iter().filter(|p| lower(p) > b.max).count() as u64;
-                (above >= need)
-                    .then(|| format!("{above} of {n_max} requests already above {} ms", b.max))
+                let mut above: Vec<f64> =
+                    requests.iter().map(lower).filter(|x| *x > b.max).collect();
+                let count = above.len() as u64;
+                (count >= need).then(|| {
+                    // At least `need` requests are at or above the need-th largest lower bound,
+                    // so the percentile (or the maximum) is too.
+                    let k = usize::try_from(need.max(1) - 1).unwrap_or(usize::MAX);
+                    above.sort_by(|a, b| b.total_cmp(a));
+                    let proven = above.get(k).copied().unwrap_or(b.max);
+                    (
+                        proven,
+                        format!("{count} of {n_max} requests already above {} ms", b.max),
+                    )
+                })
             }
             StopStat::Mean => {
                 let count = if b.metric == StopMetric::Itl {
@@ -173,17 +186,21 @@ pub(crate) fn first_missed(
                         StopMetric::Itl => "token gaps",
                         _ => "requests",
                     };
-                    format!(
-                        "the {what} already sum to at least {:.0} ms over at most {count} of them",
-                        sum
+                    (
+                        sum / count as f64,
+                        format!(
+                            "the {what} already sum to at least {:.0} ms over at most {count} of them",
+                            sum
+                        ),
                     )
                 })
             }
         };
-        if let Some(evidence) = missed {
+        if let Some((proven_min, evidence)) = missed {
             return Some(Stopped {
                 key: b.key.clone(),
                 max: b.max,
+                proven_min,
                 at_ms: now,
                 evidence,
             });
@@ -247,6 +264,9 @@ mod tests {
             s.reason(),
             "p99_ttft_ms > max 1000 (stopped early at t=2 s: 2 of 100 requests already above 1000 ms)"
         );
+        // Two requests are above 1000 ms: the smaller of the two is proven (1001 ms).
+        assert_eq!(s.proven_min, 1001.0);
+        assert_eq!(s.at_ms, 1500.0);
         // The wait only counts up to the safe time.
         assert!(first_missed(&b, &reqs, 100, 1000, 900.0, 1500.0).is_none());
     }
@@ -257,6 +277,8 @@ mod tests {
         let reqs = vec![waiting(0.0); 10];
         // 10 requests waited 500 ms each: 5000 ms over at most 50 requests is exactly 100.
         assert!(first_missed(&b, &reqs, 50, 0, 500.0, 500.0).is_none());
-        assert!(first_missed(&b, &reqs, 49, 0, 500.0, 500.0).is_some());
+        let s = first_missed(&b, &reqs, 49, 0, 500.0, 500.0).unwrap();
+        // 5000 ms over at most 49 requests: the mean is at least 102.04 ms.
+        assert!((s.proven_min - 5000.0 / 49.0).abs() < 1e-9);
     }
 }

@@ -484,7 +484,7 @@ pub(crate) fn run_search(
         workloads,
         trace_sha: &trace_sha,
         previous: &previous,
-        bounds: if opts.early_stop {
+        bounds: if opts.early_stop && spec.early_stop {
             stop_bounds(&spec.require)
         } else {
             Vec::new()

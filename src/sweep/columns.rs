@@ -46,6 +46,25 @@ pub fn spec_key_metrics(spec: &super::spec::Spec) -> Vec<String> {
     out
 }
 
+/// The key metrics the console always shows: a capacity search's answer, then the metrics of
+/// `rank_by` and `require` (not `pareto`'s).
+pub fn spec_required_metrics(spec: &super::spec::Spec) -> Vec<String> {
+    let search = spec.search.as_ref().map(|_| {
+        [
+            "capacity",
+            "capacity_bracket_high",
+            "request_throughput_rps_per_gpu",
+        ]
+    });
+    let mut out: Vec<String> = search.into_iter().flatten().map(String::from).collect();
+    for m in key_metrics(&spec.rank_by, &spec.require, &[]) {
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 /// `all` (sorted metric names) with the `key` metrics first, in their order; each name once.
 /// Key metrics no row has are left out.
 pub fn ordered_metrics(key: &[String], all: &[String]) -> Vec<String> {

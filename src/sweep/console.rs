@@ -1,6 +1,8 @@
 //! The table a sweep prints when it ends: the best rows in the leaderboard's column order
 //! (rank, point, status, parameters, gpus, key metrics), the reason of every row that is not
-//! `ok` on a line under it, and no wider than [`WIDTH`] characters. Columns that do not fit are named under the
+//! `ok` on a line under it, and no wider than the terminal ([`terminal_width`]). The metrics the
+//! spec ranks by and requires are always shown; when the table is too wide, parameter columns
+//! are cut first (then `gpus` and the other key metrics), and what is cut is named under the
 //! table; rows that are cut are counted.
 
 use super::columns::{short_number, short_value, shorten};
@@ -8,8 +10,37 @@ use super::leaderboard::Row;
 use super::record::{Status, CSV_FILE};
 use super::values::value_text;
 
-/// Terminal width the table fits in.
+/// Terminal width the table fits in when the terminal's is unknown (not a terminal, no
+/// `COLUMNS`).
 pub const WIDTH: usize = 100;
+
+/// The width the table fits in: `COLUMNS` when it is a positive number, else the width of the
+/// terminal on stdout, else [`WIDTH`].
+pub fn terminal_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n;
+    }
+    ::console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+        .filter(|c| *c > 0)
+        .unwrap_or(WIDTH)
+}
+
+/// What a column shows, in the order columns are given room when the table is too wide.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Priority {
+    /// rank, point, status, and the metrics of `rank_by` and `require`: always shown.
+    Always,
+    Gpus,
+    /// Other key metrics (`pareto`).
+    Key,
+    Parameter,
+}
 
 /// Space between columns.
 const GAP: usize = 2;
@@ -82,12 +113,54 @@ fn wrap_header(h: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The console's table of the first `n` rows (in leaderboard order), with `key` metrics.
-pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usize) -> String {
-    if !rows.iter().any(|r| r.rank.is_some()) {
-        return "no point finished a simulation\n".to_string();
+/// The columns that fit in `width`, in their order, and the headers of those that do not. Room
+/// goes to the columns by priority; parameters in their order, the first that does not fit
+/// ending them.
+fn fit_columns(
+    cols: Vec<Column>,
+    priority: &[Priority],
+    width: usize,
+) -> (Vec<(Column, usize)>, Vec<String>) {
+    let widths: Vec<usize> = cols.iter().map(Column::width).collect();
+    let mut by_priority: Vec<usize> = (0..cols.len()).collect();
+    by_priority.sort_by_key(|&i| (priority[i], i));
+    let mut used = 0;
+    let mut keep = vec![false; cols.len()];
+    let mut params_full = false;
+    for i in by_priority {
+        let fits = used + widths[i] <= width;
+        let take = match priority[i] {
+            Priority::Always => true,
+            Priority::Parameter => {
+                params_full |= !fits;
+                !params_full
+            }
+            _ => fits,
+        };
+        if take {
+            used += widths[i] + GAP;
+            keep[i] = true;
+        }
     }
-    let shown: Vec<&Row> = rows.iter().take(n).collect();
+    let mut kept: Vec<(Column, usize)> = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    for ((c, w), k) in cols.into_iter().zip(widths).zip(keep) {
+        if k {
+            kept.push((c, w));
+        } else {
+            dropped.push(c.header);
+        }
+    }
+    (kept, dropped)
+}
+
+/// The table's columns for the `shown` rows, each with its priority for room.
+fn columns(
+    shown: &[&Row],
+    key: &[String],
+    required: &[String],
+    param_columns: &[String],
+) -> (Vec<Column>, Vec<Priority>) {
     let mut cols = vec![
         Column::new(
             "rank",
@@ -118,7 +191,9 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
             false,
         ),
     ];
+    let mut priority = vec![Priority::Always; cols.len()];
     for c in param_columns {
+        priority.push(Priority::Parameter);
         let cells: Vec<String> = shown
             .iter()
             .map(|r| r.rec.parameters.get(c).map(value_text).unwrap_or_default())
@@ -128,6 +203,11 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
             .all(|c| c.is_empty() || c.parse::<f64>().is_ok());
         cols.push(Column::new(c, cells, numeric));
     }
+    priority.push(if required.iter().any(|m| m == "gpus") {
+        Priority::Always
+    } else {
+        Priority::Gpus
+    });
     cols.push(Column::new(
         "gpus",
         shown
@@ -145,11 +225,42 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
             .iter()
             .map(|r| match r.rec.metric(m) {
                 Some(x) => short_number(x),
-                None => short_value(r.rec.report.as_ref().and_then(|rep| rep.get(m))),
+                // A point stopped early on this metric: what was proven of it.
+                None => match r.rec.stopped_on.as_ref().filter(|o| &o.key == m) {
+                    Some(on) => on
+                        .proven_min
+                        .map(|x| format!("≥{}", short_number(x)))
+                        .unwrap_or_default(),
+                    None => short_value(r.rec.report.as_ref().and_then(|rep| rep.get(m))),
+                },
             })
             .collect();
+        priority.push(if required.contains(m) {
+            Priority::Always
+        } else {
+            Priority::Key
+        });
         cols.push(Column::new(m, cells, true));
     }
+    (cols, priority)
+}
+
+/// The console's table of the first `n` rows (in leaderboard order), with `key` metrics, of
+/// which the `required` ones (`rank_by`, `require`) are always shown, fitting in `width`
+/// characters.
+pub fn top_table(
+    rows: &[Row],
+    key: &[String],
+    required: &[String],
+    param_columns: &[String],
+    n: usize,
+    width: usize,
+) -> String {
+    if !rows.iter().any(|r| r.rank.is_some()) {
+        return "no point finished a simulation\n".to_string();
+    }
+    let shown: Vec<&Row> = rows.iter().take(n).collect();
+    let (cols, priority) = columns(&shown, key, required, param_columns);
     let reasons: Vec<String> = shown
         .iter()
         .map(|r| match r.rec.status {
@@ -158,20 +269,7 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
         })
         .collect();
 
-    // Keep columns in order while they fit.
-    let mut used = 0;
-    let mut kept: Vec<(Column, usize)> = Vec::new();
-    let mut dropped: Vec<String> = Vec::new();
-    for (i, c) in cols.into_iter().enumerate() {
-        let w = c.width();
-        // rank, point and status always stay.
-        if i < 3 || (dropped.is_empty() && used + w <= WIDTH) {
-            used += w + GAP;
-            kept.push((c, w));
-        } else {
-            dropped.push(c.header);
-        }
-    }
+    let (kept, dropped) = fit_columns(cols, &priority, width);
     // A reason goes on its own line under its row, starting under the status.
     let indent = kept[0].1 + kept[1].1 + 2 * GAP;
 
@@ -224,7 +322,10 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
         );
         if !reason.is_empty() {
             out.push_str(&" ".repeat(indent));
-            out.push_str(&shorten(&format!("└ {reason}"), WIDTH - indent));
+            out.push_str(&shorten(
+                &format!("└ {reason}"),
+                width.saturating_sub(indent).max(20),
+            ));
             out.push('\n');
         }
     }
@@ -238,7 +339,7 @@ pub fn top_table(rows: &[Row], key: &[String], param_columns: &[String], n: usiz
     if !dropped.is_empty() {
         out.push_str(&format!(
             "\nnot shown (too wide): {}",
-            shorten(&dropped.join(", "), WIDTH - 22)
+            shorten(&dropped.join(", "), width.saturating_sub(22).max(20))
         ));
     }
     out.push('\n');
@@ -298,10 +399,10 @@ mod tests {
             "router_mode".into(),
             "engine.max_num_batched_tokens".into(),
         ];
-        let t = top_table(&rows, &key[..3], &params, 10);
+        let t = top_table(&rows, &key[..3], &key[..1], &params, 10, WIDTH);
         // A parameter named as a key metric is not shown twice.
         let with_param: Vec<String> = vec!["num_workers".into(), key[0].clone()];
-        let t2 = top_table(&rows, &with_param, &params, 10);
+        let t2 = top_table(&rows, &with_param, &with_param, &params, 10, WIDTH);
         assert_eq!(t2.matches("workers").count(), 1, "{t2}");
         for l in t.lines() {
             assert!(l.chars().count() <= WIDTH, "{l:?} is too wide\n{t}");
@@ -331,12 +432,25 @@ mod tests {
             .collect();
         assert_eq!(data.len(), 10, "{t}");
         assert!(t.contains("kv_router"), "{t}");
+        // Parameters are cut first, the key metrics stay.
         assert!(
-            t.contains("not shown (too wide): mean_ttft_ms, p99_ttft_ms"),
+            t.contains("not shown (too wide): engine.max_num_batched_tokens"),
             "{t}"
         );
+        // On a narrow terminal the required metric stays, the parameters and the other key
+        // metrics go.
+        let narrow = top_table(&rows, &key[..3], &key[..1], &params, 10, 50);
+        assert!(narrow.contains("goodput_"), "{narrow}");
+        assert!(
+            narrow.contains("not shown (too wide): num_workers, router_mode, "),
+            "{narrow}"
+        );
+        assert!(!narrow.contains("kv_router"), "{narrow}");
+        for l in narrow.lines() {
+            assert!(l.chars().count() <= 50, "{l:?} is too wide\n{narrow}");
+        }
         // All rows shown: the invalid point and its reason appear, and nothing is "more".
-        let t = top_table(&rows, &key[..1], &params[..1], 100);
+        let t = top_table(&rows, &key[..1], &key[..1], &params[..1], 100, WIDTH);
         assert!(!t.contains("more rows"), "{t}");
         let lines: Vec<&str> = t.lines().collect();
         let i = lines.iter().position(|l| l.contains("invalid")).unwrap();

@@ -149,6 +149,8 @@ pub(crate) fn run_one(
             rec.stopped_on = Some(StoppedOn {
                 key: stopped.key,
                 max: stopped.max,
+                proven_min: Some(stopped.proven_min),
+                at_ms: Some(stopped.at_ms),
             });
         }
         Ok(Ok(Ok(out))) => {

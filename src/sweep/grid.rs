@@ -416,7 +416,7 @@ fn run_tasks(
     outcome: &SweepOutcome,
 ) -> Result<Vec<PointRecord>, SweepError> {
     let (spec, tasks, workloads) = (run.spec, &plan.tasks, &plan.workloads);
-    let bounds: Vec<StopBound> = if opts.early_stop {
+    let bounds: Vec<StopBound> = if opts.early_stop && spec.early_stop {
         stop_bounds(&spec.require)
     } else {
         Vec::new()

@@ -233,8 +233,12 @@ pub fn metric_columns(rows: &[Row]) -> Vec<String> {
 /// The columns a capacity search adds before `gpus`.
 pub const SEARCH_COLUMNS: [&str; 3] = ["capacity", "capacity_bracket_high", "probes"];
 
+/// The columns an early-stopped point fills (when any row stopped early), before `gpus`: the
+/// bound's metric, what was proven of it (ms) and the simulated time of the stop (ms).
+pub const STOPPED_COLUMNS: [&str; 3] = ["stopped_metric", "stopped_proven_min_ms", "stopped_at_ms"];
+
 /// `leaderboard.csv`: `rank, point, status, feasible, pareto, reason`, the parameter columns,
-/// `gpus`, the `key` metrics (see [`columns::key_metrics`]), then every other metric sorted.
+/// the search and early-stop columns when present, `gpus`, the `key` metrics (see [`columns::key_metrics`]), then every other metric sorted.
 pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<u8> {
     let metrics = columns::ordered_metrics(key, &metric_columns(rows));
     let mut w = csv::WriterBuilder::new()
@@ -242,6 +246,7 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
         .from_writer(Vec::new());
     let grouped = rows.iter().any(|r| r.group.is_some());
     let searched = rows.iter().any(|r| r.rec.search.is_some());
+    let stopped = rows.iter().any(|r| r.rec.stopped_on.is_some());
     let mut header: Vec<String> = ["rank", "point", "status", "feasible", "pareto", "reason"]
         .iter()
         .map(|s| s.to_string())
@@ -252,6 +257,9 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
     header.extend(param_columns.iter().cloned());
     if searched {
         header.extend(SEARCH_COLUMNS.iter().map(|s| s.to_string()));
+    }
+    if stopped {
+        header.extend(STOPPED_COLUMNS.iter().map(|s| s.to_string()));
     }
     header.push("gpus".into());
     header.extend(metrics.iter().cloned());
@@ -280,6 +288,16 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
         if searched {
             for c in SEARCH_COLUMNS {
                 fields.push(r.metric(c).map(float_text).unwrap_or_default());
+            }
+        }
+        if stopped {
+            let on = r.stopped_on.as_ref();
+            fields.push(on.map(|o| o.key.clone()).unwrap_or_default());
+            for v in [on.and_then(|o| o.proven_min), on.and_then(|o| o.at_ms)] {
+                fields.push(
+                    v.map(|x| columns::float_sig(x, columns::CSV_SIGNIFICANT_DIGITS))
+                        .unwrap_or_default(),
+                );
             }
         }
         fields.push(r.gpus.map(|g| g.to_string()).unwrap_or_default());

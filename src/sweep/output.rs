@@ -266,7 +266,12 @@ pub(crate) fn write_leaderboards(
     )
     .map_err(io)?;
     if !quiet {
-        print!("{}", console::top_table(&rows, &key, &columns, 10));
+        let required = columns::spec_required_metrics(spec);
+        let width = console::terminal_width();
+        print!(
+            "{}",
+            console::top_table(&rows, &key, &required, &columns, 10, width)
+        );
     }
     Ok(())
 }

@@ -121,6 +121,13 @@ pub struct SearchOutcome {
 pub struct StoppedOn {
     pub key: String,
     pub max: f64,
+    /// What was proven of the metric when the run stopped: it is at least this (the metric's
+    /// unit, ms; none in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven_min: Option<f64>,
+    /// Simulated time of the stop, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<f64>,
 }
 
 impl PointRecord {

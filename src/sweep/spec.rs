@@ -43,6 +43,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "output",
     "search",
     "group_by",
+    "early_stop",
 ];
 
 /// Workload keys: the `dynosim run` workload flags with underscores.
@@ -336,6 +337,9 @@ pub struct Spec {
     pub search: Option<CapacitySearch>,
     /// `group_by`: parameter paths whose values split the ranking into groups.
     pub group_by: Vec<String>,
+    /// `early_stop` (default true): `false` runs every simulation to the end, as
+    /// `--no-early-stop` does, so every point has full metrics.
+    pub early_stop: bool,
 }
 
 /// The workload keys a capacity search may vary (more load = higher value).
@@ -1035,6 +1039,10 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             "constraints" => spec.max_gpus = parse_constraints(&ctx, v)?.or(spec.max_gpus),
             "slo" => parse_slo(&ctx, v, &mut spec.sla)?,
             "require" | "rank_by" | "pareto" | "search" | "group_by" => deferred.push((key, v)),
+            "early_stop" => match v {
+                Yaml::Bool(b) => spec.early_stop = *b,
+                _ => return Err(ctx.err(key, "expected true or false")),
+            },
             "output" => match v {
                 Yaml::String(s) if !s.is_empty() => spec.output = Some(PathBuf::from(s)),
                 _ => return Err(ctx.err("output", "expected a folder path")),
@@ -1133,6 +1141,7 @@ fn default_spec(text: &str, file: &Path) -> Spec {
         output: None,
         search: None,
         group_by: Vec::new(),
+        early_stop: true,
     }
 }
 

@@ -184,6 +184,95 @@ pub fn pareto(
     Ok(Chart { svg, marks })
 }
 
+/// Hollow marks of points stopped early, at what was proven of the missed metric.
+pub const STOPPED: RGBColor = RGBColor(255, 127, 14);
+
+/// One point stopped early: when (simulated seconds) and what was proven of the missed metric,
+/// in percent of the `require` bound it missed.
+#[derive(Debug, Clone)]
+pub struct StoppedPoint {
+    pub at_s: f64,
+    pub proven_percent: f64,
+    /// Drawn next to the mark (the point id and the metric).
+    pub label: String,
+    pub title: String,
+}
+
+/// The chart of points stopped early: each a hollow circle at (time of the stop, proven lower
+/// bound of the missed metric in percent of its bound), with the bound (100 %) as a red line.
+pub fn stopped(points: &[StoppedPoint]) -> Result<Chart, String> {
+    let mut svg = String::new();
+    let mut marks = Vec::new();
+    {
+        let root = canvas(&mut svg);
+        root.fill(&WHITE).map_err(err)?;
+        let (xmin, xmax) = min_max(points.iter().map(|p| p.at_s));
+        let (_, ymax) = min_max(points.iter().map(|p| p.proven_percent));
+        // Room on the right for the last mark's label.
+        let x_lo = xmin.min(0.0);
+        let x_range = padded(x_lo, xmax + (xmax - x_lo).max(0.0) * 0.12);
+        let y_range = padded(90.0, ymax.max(110.0));
+        let mut chart = ChartBuilder::on(&root)
+            .margin(16)
+            .x_label_area_size(46)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x_range.clone(), y_range)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("stopped at (simulated s)")
+            .y_desc("proven lower bound (% of the require bound)")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .light_line_style(RGBColor(238, 238, 238))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                [(x_range.start, 100.0), (x_range.end, 100.0)],
+                FRONT.stroke_width(1),
+            )))
+            .map_err(err)?
+            .label("require bound (100 %)")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], FRONT.stroke_width(1)));
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|p| Circle::new((p.at_s, p.proven_percent), 5, STOPPED.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label("stopped early: the metric is at least this")
+            .legend(|(x, y)| Circle::new((x + 9, y), 5, STOPPED.stroke_width(2)));
+        chart
+            .draw_series(points.iter().map(|p| {
+                EmptyElement::at((p.at_s, p.proven_percent))
+                    + Text::new(p.label.clone(), (7, -16), (FONT, 12).into_font())
+            }))
+            .map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for p in points {
+            let (x, y) = chart.backend_coord(&(p.at_s, p.proven_percent));
+            marks.push(Mark {
+                x,
+                y,
+                title: p.title.clone(),
+            });
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Chart { svg, marks })
+}
+
 fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
     values
         .filter(|v| v.is_finite())

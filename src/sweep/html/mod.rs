@@ -11,7 +11,7 @@ use super::leaderboard::{metric_columns, pareto_front, Row};
 use super::record::{PointRecord, Status};
 use super::spec::{Objective, Spec};
 use super::values::value_text;
-use charts::{Bar, Chart, Curve, ScatterPoint};
+use charts::{Bar, Chart, Curve, ScatterPoint, StoppedPoint};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -99,7 +99,8 @@ pub fn html(rows: &[Row], params: &[String], page: &Page) -> String {
     );
     question(&mut out, rows, params, page);
     pareto_section(&mut out, rows, params, &spec.pareto);
-    capacity_section(&mut out, rows, params);
+    stopped_section(&mut out, rows, params);
+    capacity_section(&mut out, rows, params, spec);
     latency_section(&mut out, rows, params);
     table_section(&mut out, rows, params, spec);
     out.push_str("</body>\n</html>\n");
@@ -194,6 +195,16 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    if let Some(c) = &spec.search {
+        item(
+            "capacity search",
+            format!(
+                "the highest {} in [{}, {}] (precision {}) at which each point meets every \
+                 require bound",
+                c.knob, c.low, c.high, c.precision
+            ),
+        );
+    }
     item("rank_by", objectives(&spec.rank_by));
     item("pareto", objectives(&spec.pareto));
     let count = |s: Status| rows.iter().filter(|r| r.rec.status == s).count();
@@ -207,6 +218,14 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
         count(Status::Invalid),
         count(Status::Failed)
     );
+    if spec.search.is_some() {
+        let _ = write!(
+            points,
+            ", {} below_range, {} above_range",
+            count(Status::BelowRange),
+            count(Status::AboveRange)
+        );
+    }
     if let Some((k, n)) = page.shard {
         let _ = write!(points, " (shard {k}/{n})");
     }
@@ -324,6 +343,52 @@ fn pareto_section(out: &mut String, rows: &[Row], params: &[String], pareto: &[O
     }
 }
 
+/// Points stopped early on a `require` bound: they have no report to place on the Pareto
+/// chart, so what was proven of the missed metric is drawn on its own chart below it (hollow
+/// marks), with when the run stopped. Nothing when no point stopped early.
+fn stopped_section(out: &mut String, rows: &[Row], params: &[String]) {
+    let points: Vec<StoppedPoint> = rows
+        .iter()
+        .filter_map(|r| {
+            let on = r.rec.stopped_on.as_ref()?;
+            let (proven, at) = (on.proven_min?, on.at_ms?);
+            (on.max > 0.0).then(|| StoppedPoint {
+                at_s: at / 1000.0,
+                proven_percent: proven / on.max * 100.0,
+                label: format!("#{} {}", r.rec.point, on.key),
+                title: format!(
+                    "{}: stopped early at t={} s, {} >= {} ms (bound {} ms)",
+                    point_title(r.rec, params),
+                    short_number(at / 1000.0),
+                    on.key,
+                    short_number(proven),
+                    short_number(on.max)
+                ),
+            })
+        })
+        .collect();
+    if points.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>Stopped early</h3>\n<p class=\"note\">{} point(s) certainly missed a \
+         <code>require</code> bound and were stopped before the end of the run, so they have \
+         no throughput to place on the Pareto chart. Each hollow mark is what the simulated \
+         past proves of the missed metric (it is at least this, in percent of its bound) and \
+         when the run stopped: a point stopped late in the run missed by less. Their rows in \
+         <code>leaderboard.csv</code> carry <code>stopped_metric</code>, \
+         <code>stopped_proven_min_ms</code> and <code>stopped_at_ms</code>; \
+         <code>early_stop: false</code> in the spec (or <code>--no-early-stop</code>) runs them \
+         to the end for full metrics.</p>",
+        points.len()
+    );
+    match charts::stopped(&points) {
+        Ok(c) => embed(out, &c, "stopped"),
+        Err(e) => chart_error(out, &e),
+    }
+}
+
 /// The report key a capacity search writes (the highest load that met the bounds) and the upper
 /// end of its final bracket.
 pub const CAPACITY_METRIC: &str = "capacity";
@@ -331,16 +396,23 @@ pub const CAPACITY_HIGH_METRIC: &str = "capacity_bracket_high";
 
 /// Bars of capacity per GPU, one per deployment that has a `capacity` (a capacity search's
 /// result); nothing for a plain grid.
-fn capacity_section(out: &mut String, rows: &[Row], params: &[String]) {
+fn capacity_section(out: &mut String, rows: &[Row], params: &[String], spec: &Spec) {
     let with: Vec<&Row> = rows
         .iter()
         .filter(|r| r.rec.metric(CAPACITY_METRIC).is_some())
         .take(TABLE_ROWS)
         .collect();
+    if let Some(search) = &spec.search {
+        out.push_str("<h2>Capacity per GPU</h2>\n");
+        capacity_counts(out, rows, search);
+    } else if with.is_empty() {
+        return;
+    } else {
+        out.push_str("<h2>Capacity per GPU</h2>\n");
+    }
     if with.is_empty() {
         return;
     }
-    out.push_str("<h2>Capacity per GPU</h2>\n");
     let per_gpu = |r: &PointRecord, m: &str| {
         let g = r.gpus.unwrap_or(1).max(1) as f64;
         r.metric(m).map(|v| v / g)
@@ -368,6 +440,59 @@ fn capacity_section(out: &mut String, rows: &[Row], params: &[String]) {
         Ok(c) => embed(out, &c, "capacity"),
         Err(e) => chart_error(out, &e),
     }
+}
+
+/// What a capacity search found, in words: the knob and its range, how many points ended in
+/// range, `below_range` and `above_range`, and why there is no bar when none has a capacity.
+fn capacity_counts(out: &mut String, rows: &[Row], search: &super::spec::CapacitySearch) {
+    let count = |s: Status| rows.iter().filter(|r| r.rec.status == s).count();
+    let (ok, below, above) = (
+        count(Status::Ok),
+        count(Status::BelowRange),
+        count(Status::AboveRange),
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">The search varied <code>{}</code> from {} to {}: {ok} point(s) found \
+         their capacity inside the range, {below} <code>below_range</code> (they miss a \
+         <code>require</code> bound even at {}), {above} <code>above_range</code> (they meet \
+         every bound even at {}: their capacity is at least that).</p>",
+        esc(&search.knob),
+        search.low,
+        search.high,
+        search.low,
+        search.high
+    );
+    if ok + above > 0 || below == 0 {
+        return;
+    }
+    // Every point that ran misses a bound at the low end: say which bounds, not an empty chart.
+    let mut missed: Vec<(String, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| r.rec.status == Status::BelowRange) {
+        // "misses a bound even at low 0.25: p99_ttft_ms 2500 > max 2000"
+        let reason = r.rec.reason.as_deref().unwrap_or("");
+        let reason = reason.split_once(": ").map_or(reason, |(_, why)| why);
+        let metric = reason.split_whitespace().next().unwrap_or("?").to_string();
+        match missed.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, n)) => *n += 1,
+            None => missed.push((metric, 1)),
+        }
+    }
+    let missed: Vec<String> = missed
+        .iter()
+        .map(|(m, n)| format!("<code>{}</code> ({n})", esc(m)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"note\"><b>No deployment meets the bounds anywhere in the range.</b> Every \
+         point that ran is <code>below_range</code>: even at <code>{}</code> = {} it misses a \
+         bound (the bound each misses, with the number of points: {}; each row's reason \
+         below says by how much). So there is no capacity to draw. Lower <code>low</code>, relax the \
+         <code>require</code> bounds, or add workers or GPUs to the grid.</p>",
+        esc(&search.knob),
+        search.low,
+        missed.join(", ")
+    );
 }
 
 /// The CDF of a latency from the quantiles the report keeps: min, median, p75, p90, p95, p99,
