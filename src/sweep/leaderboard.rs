@@ -295,7 +295,7 @@ pub fn csv_bytes(rows: &[Row], param_columns: &[String], key: &[String]) -> Vec<
             fields.push(on.map(|o| o.key.clone()).unwrap_or_default());
             for v in [on.and_then(|o| o.proven_min), on.and_then(|o| o.at_ms)] {
                 fields.push(
-                    v.map(|x| columns::float_sig(x, columns::CSV_SIGNIFICANT_DIGITS))
+                    v.map(|x| super::values::float_sig(x, super::values::CSV_SIGNIFICANT_DIGITS))
                         .unwrap_or_default(),
                 );
             }
