@@ -9,7 +9,9 @@
 //! probes per point); `execute` (the one executor both use: `Backend`, `run_one`, reuse of
 //! earlier results, early-stop bounds, the rayon pool); `output` (the output folder: prepared
 //! before anything runs, leaderboards written at the end); `record` (points.jsonl and the
-//! folder's files); `leaderboard` (feasibility, ranking, Pareto; CSV/JSON); and `merge`.
+//! folder's files); `served` (whether a simulated point served its load: window-based rates,
+//! `overloaded`/`stalled`, the few-requests note); `leaderboard` (feasibility, ranking, Pareto;
+//! CSV/JSON); and `merge`.
 //! `types` holds the leaves every stage shares (`SweepOptions`, `SweepOutcome`, `SweepError`);
 //! `values` (how values are written as text) is shared too; `columns` orders the
 //! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
@@ -36,6 +38,7 @@ pub mod progress;
 pub mod record;
 pub mod resolve;
 pub mod runner;
+pub mod served;
 pub mod spec;
 pub mod types;
 pub mod values;
