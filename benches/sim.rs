@@ -15,7 +15,7 @@ use clap::Parser;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
 use dynosim::cli::{Cli, Command};
 use dynosim::config::SimConfig;
-use dynosim::run::{plan, WorkloadSource};
+use dynosim::run::plan;
 use dynosim::sweep::{run_sweep, SweepOptions};
 use dynosim::workload::formats::mooncake::load_trace;
 use dynosim::workload::formats::{Timing, TraceFormat, TraceSpec};
@@ -94,8 +94,8 @@ fn sim_config(trace: &Path, args: &[&str]) -> SimConfig {
     };
     let plan = plan(&run_args).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     assert_eq!(
-        plan.workload,
-        WorkloadSource::Trace(TraceSpec {
+        plan.workload.trace_spec(),
+        Some(TraceSpec {
             format: TraceFormat::Mooncake,
             paths: vec![trace.to_path_buf()],
             trace_block_size: Some(TRACE_BLOCK_SIZE),

@@ -398,7 +398,7 @@ fn strides_give_the_step_by_step_results_with_aic_timing() {
     };
     let mut plan = dynosim::run::plan(&run).unwrap();
     plan.sim.record_requests = true;
-    let workload = plan.workload.load(plan.sim.topology.block_size()).unwrap();
+    let workload = plan.workload.load().unwrap();
     let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true }).unwrap();
     let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false }).unwrap();
     let strip = |r: &dynosim::report::Report| {

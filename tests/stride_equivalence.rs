@@ -21,7 +21,7 @@ fn check(args: &str) {
     };
     let mut plan = dynosim::run::plan(&run).unwrap();
     plan.sim.record_requests = true;
-    let workload = plan.workload.load(plan.sim.topology.block_size()).unwrap();
+    let workload = plan.workload.load().unwrap();
     let a = simulate_with(&workload, &plan.sim, SimOptions { strides: true });
     let b = simulate_with(&workload, &plan.sim, SimOptions { strides: false });
     // A configuration that dead-ends (as the reference does, e.g. a preempted request that

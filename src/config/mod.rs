@@ -3,6 +3,7 @@
 //! only the types and their defaults (spec §4.1, §6.4).
 
 pub mod aic;
+pub mod build;
 pub mod engine_args;
 mod json_fields;
 pub mod limits;

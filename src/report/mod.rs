@@ -110,6 +110,7 @@ pub struct RequestRecord {
 }
 
 pub mod build;
+pub mod dates;
 pub mod gaps;
 pub mod json;
 mod key_memo;

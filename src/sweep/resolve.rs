@@ -6,6 +6,10 @@
 //! `parse_router_config`, the workload keys checked by the rules of `dynosim run` (spec §1.2),
 //! `LoadSpec` from `arrival_speedup_ratio`/`replay_concurrency`, `Sla` from `slo`, one seed.
 //!
+//! DynoSim's deployment rules (worker types, what disaggregated pools share, kv_router's targets,
+//! trace-format refusals) are `config::build`'s, shared with `dynosim run`: this module only turns
+//! spec values into the builder's inputs and words its problems by spec key.
+//!
 //! Errors split in two: an engine/router JSON the parsers refuse or a workload `dynosim run`
 //! would refuse is a spec error (the whole sweep stops before running); a topology DynoSim would
 //! refuse (kv_router on one target, disaggregated pools that do not match, ...) only makes the
@@ -16,23 +20,22 @@ use super::values::{canonical_json, value_text};
 use crate::config::aic::{
     load_prefill_load_estimator, router_aic_engine, RouterAicValues, ROUTER_AIC_KEYS,
 };
+use crate::config::build::{
+    self, worker_type_name, Count, PoolsInput, Problem, TopologyInput, TraceFormatProblem, Wording,
+};
 use crate::config::engine_args::parse_engine_args;
-use crate::config::limits::{engine_ranks, MAX_ENGINE_RANKS};
+use crate::config::limits::MAX_ENGINE_RANKS;
 use crate::config::router_config::parse_router_config;
 use crate::config::{
     EngineArgs, LoadSpec, PrefillLoadModel, RouterConfig, RouterMode, SimConfig, Topology,
-    WorkerType,
 };
 use crate::error::InputError;
 use crate::timing::TimingLoader;
-use crate::workload::formats::{Timing, TraceFormat, TraceSpec};
+use crate::workload::formats::TraceFormat;
 use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::path::PathBuf;
 
-/// Default `trace_block_size` (DynoSim: none -> 512).
-pub const DEFAULT_TRACE_BLOCK_SIZE: u32 = 512;
 /// Default `arrival_seed` of synthetic workloads.
 pub const DEFAULT_ARRIVAL_SEED: u64 = 42;
 
@@ -46,84 +49,8 @@ pub enum Verdict {
     Skipped(String),
 }
 
-/// The workload a point replays: what to load (once per distinct value).
-#[derive(Debug, Clone, PartialEq)]
-pub enum WorkloadSource {
-    Trace {
-        /// As written in the spec (relative to the spec's folder).
-        files: Vec<String>,
-        /// Resolved against the spec's folder.
-        paths: Vec<PathBuf>,
-        /// `None` only for a Dynamo trace without `trace_block_size` (it embeds its own).
-        trace_block_size: Option<u32>,
-        /// `replay_concurrency` is set: sessions keep file order and timestamps are optional,
-        /// as in `dynosim run --replay-concurrency`.
-        closed_loop: bool,
-        /// `workload.trace_format`, with `trace_shared_prefix_ratio`/`trace_num_prefix_groups`
-        /// of `applied_compute_agentic`.
-        format: TraceFormat,
-        shared_prefix_ratio: f64,
-        num_prefix_groups: u32,
-    },
-    Synthetic {
-        spec: SyntheticSpec,
-        /// Hash-id block size of the workload path (the engine's; the prefill pool's when
-        /// disaggregated).
-        block_size: u32,
-    },
-}
-
-impl WorkloadSource {
-    /// What the trace reader needs (`None` for synthetic workloads).
-    pub fn trace_spec(&self) -> Option<TraceSpec> {
-        match self {
-            WorkloadSource::Trace {
-                paths,
-                trace_block_size,
-                closed_loop,
-                format,
-                shared_prefix_ratio,
-                num_prefix_groups,
-                ..
-            } => Some(TraceSpec {
-                format: *format,
-                paths: paths.clone(),
-                trace_block_size: *trace_block_size,
-                timing: if *closed_loop {
-                    Timing::ClosedLoop
-                } else {
-                    Timing::OpenLoop
-                },
-                shared_prefix_ratio: *shared_prefix_ratio,
-                num_prefix_groups: *num_prefix_groups,
-            }),
-            WorkloadSource::Synthetic { .. } => None,
-        }
-    }
-
-    /// A key identifying the loaded workload (equal keys = same `Workload`).
-    pub fn cache_key(&self) -> String {
-        match self {
-            WorkloadSource::Trace {
-                paths,
-                trace_block_size,
-                closed_loop,
-                format,
-                shared_prefix_ratio,
-                num_prefix_groups,
-                ..
-            } => format!(
-                "trace {paths:?} {trace_block_size:?} {closed_loop} {} {shared_prefix_ratio} \
-                 {num_prefix_groups}",
-                format.name()
-            ),
-            WorkloadSource::Synthetic { spec, block_size } => format!(
-                "synthetic {} {block_size}",
-                serde_json::to_string(spec).unwrap_or_default()
-            ),
-        }
-    }
-}
+/// The workload a point replays (one type with `dynosim run`'s).
+pub use crate::config::build::WorkloadSource;
 
 /// A point with everything needed to run it.
 #[derive(Debug, Clone)]
@@ -211,30 +138,6 @@ fn has(w: &Map<String, Value>, key: &str) -> bool {
     w.get(key).is_some_and(|v| !v.is_null())
 }
 
-/// DynoSim's refusals of a trace format with a load or topology (as `dynosim run` refuses them).
-fn trace_format_problem(
-    format: TraceFormat,
-    replay_concurrency: Option<u32>,
-    disaggregated: bool,
-) -> Option<&'static str> {
-    match format {
-        TraceFormat::AppliedComputeAgentic if replay_concurrency.is_none() => Some(
-            "trace_format applied_compute_agentic requires replay_concurrency because the source \
-             traces do not include first-turn timestamps",
-        ),
-        TraceFormat::AgenticMooncake if replay_concurrency.is_some() => {
-            Some("agentic_mooncake trace format is not supported with replay_concurrency")
-        }
-        TraceFormat::AgenticMooncake if disaggregated => {
-            Some("agentic_mooncake trace format is not supported for disaggregated replay")
-        }
-        TraceFormat::MooncakeDelta if disaggregated => {
-            Some("mooncake-delta trace format is not supported for disaggregated replay")
-        }
-        _ => None,
-    }
-}
-
 /// What `dynosim run` does with the workload flags (spec §1.2 rules 1-4, 6, 13, 14): the source
 /// to load and the per-point load shaping. `block_size` is the engine block size of the point.
 pub fn workload_of(
@@ -303,10 +206,7 @@ pub fn workload_of(
                 ));
             }
             let paths = files.iter().map(|f| spec.dir.join(f)).collect();
-            let trace_block_size = match (format, u32_of(w, "trace_block_size")) {
-                (TraceFormat::Dynamo, given) => given,
-                (_, given) => Some(given.unwrap_or(DEFAULT_TRACE_BLOCK_SIZE)),
-            };
+            let trace_block_size = build::trace_block_size(format, u32_of(w, "trace_block_size"));
             Ok((
                 WorkloadSource::Trace {
                     files,
@@ -448,13 +348,49 @@ impl<'s> Resolver<'s> {
         Ok(cfg)
     }
 
-    /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
+    /// The engine pools of a point: the base engine, or the prefill and decode pools merged
+    /// over it.
+    fn pools(
+        &mut self,
+        mode: Mode,
+        engine: &Map<String, Value>,
+        prefill: &Map<String, Value>,
+        decode: &Map<String, Value>,
+    ) -> Result<PoolsInput, InputError> {
+        Ok(match mode {
+            Mode::Aggregated => PoolsInput::Aggregated {
+                engine: self.engine(engine, "engine")?,
+            },
+            Mode::Disaggregated => {
+                let pool_args = |pool: &Map<String, Value>, role: &str| {
+                    // The base engine's role keys describe aggregated workers: a pool takes
+                    // its role from its own object, else gets it set automatically.
+                    let role_keys = ["worker_type", "is_prefill", "is_decode"];
+                    let mut obj = engine.clone();
+                    obj.retain(|k, _| !role_keys.contains(&k.as_str()));
+                    merge_over(&mut obj, pool);
+                    if !role_keys.iter().any(|k| pool.contains_key(*k)) {
+                        obj.insert("worker_type".into(), Value::String(role.into()));
+                    }
+                    obj
+                };
+                let p_obj = pool_args(prefill, "prefill");
+                let d_obj = pool_args(decode, "decode");
+                PoolsInput::Disaggregated {
+                    prefill: self.engine(&p_obj, "prefill_engine (merged over engine)")?,
+                    decode: self.engine(&d_obj, "decode_engine (merged over engine)")?,
+                }
+            }
+        })
+    }
+
     /// What the AIC engines of the points resolved so far cost (each distinct engine is compiled
     /// and loaded once).
     pub fn aic_stats(&self) -> crate::timing::aic::AicStats {
         self.timing.aic_engines().stats()
     }
 
+    /// Resolves point `id` (`id < grid_size`). A spec error names the point and its parameters.
     pub fn resolve(&mut self, id: u64) -> Result<ResolvedPoint, InputError> {
         let spec = self.spec;
         let assigned = spec.point_params(id as u128);
@@ -526,136 +462,34 @@ impl<'s> Resolver<'s> {
             }
         }
 
-        let mut problems: Vec<String> = Vec::new();
-        let topology = match mode {
-            Mode::Aggregated => {
-                let args = self
-                    .engine(&engine, "engine")
-                    .map_err(|e| point_err(&e.0))?;
-                if num_prefill != 1 || num_decode != 1 {
-                    problems.push(
-                        "num_prefill_workers and num_decode_workers are only used in \
-                         disaggregated mode (use num_workers)"
-                            .into(),
-                    );
-                }
-                if args.worker_type != WorkerType::Aggregated {
-                    problems.push(format!(
-                        "aggregated mode needs engine worker_type aggregated (got {})",
-                        worker_type_name(args.worker_type)
-                    ));
-                }
-                if router_mode == RouterMode::KvRouter
-                    && num_workers as u64 * args.dp_size as u64 <= 1
-                {
-                    problems.push(
-                        "router_mode kv_router needs more than one worker/DP-rank target \
-                         (num_workers x dp_size = 1)"
-                            .into(),
-                    );
-                }
-                Topology::Aggregated {
-                    num_workers,
-                    engine: args,
-                }
-            }
-            Mode::Disaggregated => {
-                let pool_args = |pool: &Map<String, Value>, role: &str| {
-                    // The base engine's role keys describe aggregated workers: a pool takes
-                    // its role from its own object, else gets it set automatically.
-                    let role_keys = ["worker_type", "is_prefill", "is_decode"];
-                    let mut obj = engine.clone();
-                    obj.retain(|k, _| !role_keys.contains(&k.as_str()));
-                    merge_over(&mut obj, pool);
-                    if !role_keys.iter().any(|k| pool.contains_key(*k)) {
-                        obj.insert("worker_type".into(), Value::String(role.into()));
-                    }
-                    obj
-                };
-                let p_obj = pool_args(&prefill, "prefill");
-                let d_obj = pool_args(&decode, "decode");
-                let p_args = self
-                    .engine(&p_obj, "prefill_engine (merged over engine)")
-                    .map_err(|e| point_err(&e.0))?;
-                let d_args = self
-                    .engine(&d_obj, "decode_engine (merged over engine)")
-                    .map_err(|e| point_err(&e.0))?;
-                if num_workers != 1 {
-                    problems.push(
-                        "num_workers is only used in aggregated mode (use num_prefill_workers \
-                         and num_decode_workers)"
-                            .into(),
-                    );
-                }
-                if p_args.worker_type != WorkerType::Prefill {
-                    problems.push(format!(
-                        "the prefill pool needs worker_type prefill (got {})",
-                        worker_type_name(p_args.worker_type)
-                    ));
-                }
-                if d_args.worker_type != WorkerType::Decode {
-                    problems.push(format!(
-                        "the decode pool needs worker_type decode (got {})",
-                        worker_type_name(d_args.worker_type)
-                    ));
-                }
-                if p_args.dp_size != 1 || d_args.dp_size != 1 {
-                    problems.push(format!(
-                        "disaggregated mode needs dp_size 1 on both pools (prefill {}, decode {})",
-                        p_args.dp_size, d_args.dp_size
-                    ));
-                }
-                if p_args.engine_type != d_args.engine_type {
-                    problems.push(format!(
-                        "disaggregated mode needs the same engine_type on both pools (prefill \
-                         {}, decode {})",
-                        p_args.engine_type.display_name(),
-                        d_args.engine_type.display_name()
-                    ));
-                } else if p_args.block_size != d_args.block_size {
-                    let what = if p_args.engine_type == crate::config::EngineType::Sglang {
-                        "page size (sglang.page_size or block_size)"
-                    } else {
-                        "block_size"
-                    };
-                    problems.push(format!(
-                        "disaggregated mode needs the same {what} on both pools (prefill {}, \
-                         decode {})",
-                        p_args.block_size, d_args.block_size
-                    ));
-                }
-                Topology::Disaggregated {
-                    num_prefill_workers: num_prefill,
-                    prefill: p_args,
-                    num_decode_workers: num_decode,
-                    decode: d_args,
-                }
-            }
+        let pools = self
+            .pools(mode, &engine, &prefill, &decode)
+            .map_err(|e| point_err(&e.0))?;
+        let input = TopologyInput {
+            pools,
+            num_workers: i64::from(num_workers),
+            num_prefill_workers: i64::from(num_prefill),
+            num_decode_workers: i64::from(num_decode),
+            router_mode,
         };
-        let ranks = engine_ranks(&topology);
-        if ranks > MAX_ENGINE_RANKS {
-            problems.push(format!(
-                "{ranks} engine ranks (workers x dp_size) is above the limit of \
-                 {MAX_ENGINE_RANKS}"
-            ));
-        }
+        let (topology, mut problems) = build::build_topology(input, &SpecKeys);
         let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
         let (source, load, max_sim_time_ms) =
             workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;
-        if let Some(why) = topology.trtllm_disaggregation_problem(load.replay_concurrency.is_some())
-        {
-            problems.push(why);
-        }
+        let closed_loop = load.replay_concurrency.is_some();
+        problems.extend(build::trtllm_problem(&topology, closed_loop));
         if let WorkloadSource::Trace { format, .. } = &source {
             let disaggregated = matches!(topology, Topology::Disaggregated { .. });
-            if let Some(why) = trace_format_problem(*format, load.replay_concurrency, disaggregated)
-            {
-                problems.push(why.into());
-            }
+            problems.extend(build::trace_format_problem(
+                *format,
+                closed_loop,
+                disaggregated,
+            ));
         }
         let gpus = topology.gpus();
         let verdict = if !problems.is_empty() {
-            Verdict::Invalid(problems.join("; "))
+            let reasons: Vec<String> = problems.iter().map(|p| SpecKeys.message(p)).collect();
+            Verdict::Invalid(reasons.join("; "))
         } else {
             match spec.max_gpus {
                 Some(max) if gpus > max => Verdict::Skipped(format!(
@@ -685,11 +519,99 @@ impl<'s> Resolver<'s> {
     }
 }
 
-fn worker_type_name(t: WorkerType) -> &'static str {
-    match t {
-        WorkerType::Aggregated => "aggregated",
-        WorkerType::Prefill => "prefill",
-        WorkerType::Decode => "decode",
+/// The spec keys a sweep words a point's deployment problems with.
+struct SpecKeys;
+
+impl Wording for SpecKeys {
+    fn message(&self, problem: &Problem) -> String {
+        match problem {
+            Problem::PoolCountsInAggregated { .. } => {
+                "num_prefill_workers and num_decode_workers are only used in disaggregated mode \
+                 (use num_workers)"
+                    .into()
+            }
+            Problem::NumWorkersInDisaggregated { .. } => {
+                "num_workers is only used in aggregated mode (use num_prefill_workers and \
+                 num_decode_workers)"
+                    .into()
+            }
+            // The spec parser accepts only counts of 1 to the rank limit.
+            Problem::CountBelowOne { count, value } => {
+                format!("{} must be >= 1, got {value}", count_key(*count))
+            }
+            Problem::CountTooLarge { count, value } => {
+                format!("{} is too large: {value}", count_key(*count))
+            }
+            Problem::PoolSumAboveLimit { ranks }
+            | Problem::RanksAboveLimit { ranks }
+            | Problem::AggregatedRanksAboveLimit { ranks, .. } => format!(
+                "{ranks} engine ranks (workers x dp_size) is above the limit of \
+                 {MAX_ENGINE_RANKS}"
+            ),
+            Problem::AggregatedWorkerType(got) => format!(
+                "aggregated mode needs engine worker_type aggregated (got {})",
+                worker_type_name(*got)
+            ),
+            Problem::PoolWorkerType { pool, got } => format!(
+                "the {} pool needs worker_type {} (got {})",
+                worker_type_name(*pool),
+                worker_type_name(*pool),
+                worker_type_name(*got)
+            ),
+            Problem::DisaggregatedDpSize { prefill, decode } => format!(
+                "disaggregated mode needs dp_size 1 on both pools (prefill {prefill}, decode \
+                 {decode})"
+            ),
+            Problem::DisaggregatedEngineType { prefill, decode } => format!(
+                "disaggregated mode needs the same engine_type on both pools (prefill {}, decode \
+                 {})",
+                prefill.display_name(),
+                decode.display_name()
+            ),
+            Problem::DisaggregatedBlockSize {
+                prefill,
+                decode,
+                sglang,
+            } => {
+                let what = if *sglang {
+                    "page size (sglang.page_size or block_size)"
+                } else {
+                    "block_size"
+                };
+                format!(
+                    "disaggregated mode needs the same {what} on both pools (prefill {prefill}, \
+                     decode {decode})"
+                )
+            }
+            Problem::KvRouterOneTarget => "router_mode kv_router needs more than one \
+                worker/DP-rank target (num_workers x dp_size = 1)"
+                .into(),
+            Problem::TrtllmDisaggregation(why) => why.clone(),
+            Problem::TraceFormat(why) => match why {
+                TraceFormatProblem::AppliedComputeAgenticNeedsConcurrency => {
+                    "trace_format applied_compute_agentic requires replay_concurrency because \
+                     the source traces do not include first-turn timestamps"
+                }
+                TraceFormatProblem::AgenticMooncakeWithConcurrency => {
+                    "agentic_mooncake trace format is not supported with replay_concurrency"
+                }
+                TraceFormatProblem::AgenticMooncakeDisaggregated => {
+                    "agentic_mooncake trace format is not supported for disaggregated replay"
+                }
+                TraceFormatProblem::MooncakeDeltaDisaggregated => {
+                    "mooncake-delta trace format is not supported for disaggregated replay"
+                }
+            }
+            .into(),
+        }
+    }
+}
+
+fn count_key(count: Count) -> &'static str {
+    match count {
+        Count::Workers => "num_workers",
+        Count::PrefillWorkers => "num_prefill_workers",
+        Count::DecodeWorkers => "num_decode_workers",
     }
 }
 
@@ -697,7 +619,8 @@ fn worker_type_name(t: WorkerType) -> &'static str {
 mod tests {
     use super::super::spec::parse_spec;
     use super::*;
-    use std::path::Path;
+    use crate::config::WorkerType;
+    use std::path::{Path, PathBuf};
 
     const SYN: &str =
         "workload: {input_tokens: 100, output_tokens: 10, request_count: 5, request_rate: 2}\n";
