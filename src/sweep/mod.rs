@@ -17,7 +17,8 @@
 //! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
 //! table a sweep prints), `markdown` (leaderboard.md), `html` (report.html); `folder` reads a
 //! finished output folder back (`dynosim report`, `compare`).
-//! Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
+//! `inert_axes` warns about axes that cannot change the simulation (AIC keys without
+//! `aic_backend`). Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
 //! plain lines when stderr is not a terminal).
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
@@ -30,6 +31,7 @@ pub mod expand;
 pub mod folder;
 pub mod grid;
 pub mod html;
+pub mod inert_axes;
 pub mod leaderboard;
 pub mod markdown;
 pub mod merge;

@@ -22,6 +22,23 @@ pub const META_FILE: &str = "sweep.json";
 pub const CSV_FILE: &str = "leaderboard.csv";
 pub const JSON_FILE: &str = "leaderboard.json";
 
+/// The report keys that are rates over the run's duration (DynoSim divides by the time of the
+/// last completion); a capped run also gets each of them per the window, as `<key>_window` (see
+/// `served::add_window_rates`), which [`PointRecord::metric`] reads in their place.
+pub const RATE_KEYS: [&str; 8] = [
+    "request_throughput_rps",
+    "input_throughput_tok_s",
+    "output_throughput_tok_s",
+    "total_throughput_tok_s",
+    "goodput_request_throughput_rps",
+    "goodput_output_throughput_tok_s",
+    "output_throughput_tok_s_per_gpu",
+    "request_throughput_rps_per_gpu",
+];
+
+/// The suffix of a rate per the window.
+pub const WINDOW_SUFFIX: &str = "_window";
+
 /// Outcome of one point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -173,9 +190,9 @@ impl PointRecord {
             "capacity_bracket_high" => self.search.as_ref()?.bracket_high,
             "probes" => self.search.as_ref().map(|s| s.probes as f64),
             _ => match self.report.as_ref().and_then(|r| {
-                let windowed = super::served::RATE_KEYS
+                let windowed = RATE_KEYS
                     .contains(&key)
-                    .then(|| r.get(&format!("{key}{}", super::served::WINDOW_SUFFIX)))
+                    .then(|| r.get(&format!("{key}{WINDOW_SUFFIX}")))
                     .flatten();
                 windowed.or_else(|| r.get(key))
             }) {

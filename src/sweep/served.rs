@@ -13,21 +13,7 @@ use serde_json::{Map, Value};
 /// (p99 above all) rest on too few requests to compare deployments by.
 pub const FEW_REQUESTS: u64 = 100;
 
-/// The report keys that are rates over the run's duration (DynoSim divides by the time of the
-/// last completion); a capped run also gets each of them per the window, as `<key>_window`.
-pub const RATE_KEYS: [&str; 8] = [
-    "request_throughput_rps",
-    "input_throughput_tok_s",
-    "output_throughput_tok_s",
-    "total_throughput_tok_s",
-    "goodput_request_throughput_rps",
-    "goodput_output_throughput_tok_s",
-    "output_throughput_tok_s_per_gpu",
-    "request_throughput_rps_per_gpu",
-];
-
-/// The suffix of a rate per the window.
-pub const WINDOW_SUFFIX: &str = "_window";
+pub use super::record::{RATE_KEYS, WINDOW_SUFFIX};
 
 /// A key of the report (absent or not a number: `None`).
 fn num(report: &Map<String, Value>, key: &str) -> Option<f64> {
