@@ -293,6 +293,25 @@ mod tests {
     }
 
     #[test]
+    fn ranking_reads_a_rate_per_the_window() {
+        let mut rec = crate::sweep::leaderboard::tests::rec(
+            0,
+            Status::Ok,
+            json!({"num_requests": 100, "completed_requests": 10, "duration_ms": 10000.0,
+                   "goodput_request_throughput_rps": 1.0, "mean_ttft_ms": 5.0}),
+        );
+        assert_eq!(rec.metric("goodput_request_throughput_rps"), Some(1.0));
+        add_window_rates(rec.report.as_mut().unwrap(), Some(100_000.0), 100);
+        assert_eq!(rec.metric("goodput_request_throughput_rps"), Some(0.1));
+        assert_eq!(
+            rec.metric("goodput_request_throughput_rps_window"),
+            Some(0.1)
+        );
+        // Not a rate: read as it is.
+        assert_eq!(rec.metric("mean_ttft_ms"), Some(5.0));
+    }
+
+    #[test]
     fn window_rates_of_a_run_served_before_the_cap_equal_dynosims() {
         let mut r = obj(json!({
             "num_requests": 10, "completed_requests": 10, "duration_ms": 5000.0,
