@@ -188,7 +188,7 @@ fn edges() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
             .file_name()
             .is_some_and(|n| n == "mod.rs" || n == "lib.rs");
         let mut to = BTreeSet::new();
-        for p in paths_in(&text) {
+        for p in paths_in(text) {
             if let Some(target) = resolve(&mods, module, is_mod_file, &p) {
                 let ancestor = target.len() <= module.len() && module[..target.len()] == target[..];
                 if !ancestor {

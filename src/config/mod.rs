@@ -2,12 +2,12 @@
 //! Parsing from DynoSim's JSON flags lives in `engine_args` and `router_config`; this module owns
 //! only the types and their defaults (spec §4.1, §6.4).
 
-pub mod aic;
-pub mod build;
+pub(crate) mod aic;
+pub(crate) mod build;
 pub mod engine_args;
 mod json_fields;
-pub mod limits;
-pub mod router_config;
+pub(crate) mod limits;
+pub(crate) mod router_config;
 
 use crate::timing::aic::PrefillLoadEstimator;
 use crate::timing::Timing;

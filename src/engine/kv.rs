@@ -56,6 +56,7 @@ impl IdMap {
         page[id as usize & (PAGE - 1)] = value;
     }
 
+    #[cfg(test)]
     /// Whether no id maps to anything.
     pub fn is_empty(&self) -> bool {
         self.pages

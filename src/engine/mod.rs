@@ -3,8 +3,8 @@
 //! comes from the forward-pass timing models of `crate::timing`. An engine knows nothing about
 //! routing or other workers.
 
-pub mod kv;
-pub mod radix;
-pub mod scheduler;
-pub mod sglang;
-pub mod vllm;
+pub(crate) mod kv;
+pub(crate) mod radix;
+pub(crate) mod scheduler;
+pub(crate) mod sglang;
+pub(crate) mod vllm;

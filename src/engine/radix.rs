@@ -84,6 +84,7 @@ impl RadixCache {
         }
     }
 
+    #[cfg(test)]
     pub fn root(&self) -> u32 {
         ROOT
     }

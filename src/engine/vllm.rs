@@ -169,10 +169,6 @@ impl<M: LatencyModel> Engine<M> {
         !self.waiting.is_empty() || !self.running.is_empty()
     }
 
-    pub fn num_running(&self) -> usize {
-        self.running.len()
-    }
-
     pub fn num_waiting(&self) -> usize {
         self.waiting.len()
     }

@@ -109,15 +109,15 @@ pub struct RequestRecord {
     pub terminal_status: String,
 }
 
-pub mod build;
-pub mod dates;
-pub mod gaps;
-pub mod json;
+pub(crate) mod build;
+pub(crate) mod dates;
+pub(crate) mod gaps;
+pub(crate) mod json;
 mod key_memo;
 mod rounding;
-pub mod sketch;
-pub mod stats;
-pub mod table;
+pub(crate) mod sketch;
+pub(crate) mod stats;
+pub(crate) mod table;
 
 pub use build::build_report;
 pub use gaps::{GapTally, TokenGaps};

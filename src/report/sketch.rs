@@ -139,6 +139,7 @@ impl Store {
         }
     }
 
+    #[cfg(test)]
     fn num_live_bins(&self) -> usize {
         if self.count == 0 {
             0
@@ -201,6 +202,7 @@ impl DdSketch {
         (f64::from(key) * self.gamma_ln).exp() * self.multiplier
     }
 
+    #[cfg(test)]
     pub fn add(&mut self, v: f64) {
         self.add_n(v, 1);
     }
@@ -236,10 +238,12 @@ impl DdSketch {
         self.count += other.count;
     }
 
+    #[cfg(test)]
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    #[cfg(test)]
     /// Number of bins between the lowest and highest populated index.
     pub fn num_bins(&self) -> usize {
         self.store.num_live_bins()

@@ -1,6 +1,6 @@
 //! Summary statistics of the report (spec §8.3): the nine-number summary of a distribution, the
-//! nearest-rank percentile rule, population standard deviation, and a streaming (Welford) mean and
-//! variance that accepts many identical samples in one O(1) step.
+//! nearest-rank percentile rule, population standard deviation, and streaming exact moments
+//! (count, mean, variance) whose result does not depend on the order samples arrive in.
 
 /// Percentiles the report names, as (key prefix, percent).
 pub const PERCENTILES: [(&str, f64); 5] = [
@@ -170,76 +170,6 @@ impl ExactMoments {
     }
 }
 
-/// Streaming mean / population variance (Welford), with batched insertion of identical samples
-/// (Chan et al.'s pairwise combination) so `add_n(x, k)` costs the same as `add(x)`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Welford {
-    count: u64,
-    mean: f64,
-    m2: f64,
-}
-
-impl Welford {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn add(&mut self, x: f64) {
-        self.count += 1;
-        let delta = x - self.mean;
-        self.mean += delta / self.count as f64;
-        self.m2 += delta * (x - self.mean);
-    }
-
-    /// Adds `k` samples equal to `x`.
-    pub fn add_n(&mut self, x: f64, k: u64) {
-        match k {
-            0 => {}
-            1 => self.add(x),
-            _ => self.merge(&Welford {
-                count: k,
-                mean: x,
-                m2: 0.0,
-            }),
-        }
-    }
-
-    pub fn merge(&mut self, other: &Welford) {
-        if other.count == 0 {
-            return;
-        }
-        if self.count == 0 {
-            *self = *other;
-            return;
-        }
-        let n_a = self.count as f64;
-        let n_b = other.count as f64;
-        let n = n_a + n_b;
-        let delta = other.mean - self.mean;
-        self.mean += delta * n_b / n;
-        self.m2 += other.m2 + delta * delta * n_a * n_b / n;
-        self.count += other.count;
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// 0 when empty.
-    pub fn mean(&self) -> f64 {
-        self.mean
-    }
-
-    /// Population standard deviation; 0 when empty.
-    pub fn std(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            (self.m2 / self.count as f64).max(0.0).sqrt()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,45 +227,6 @@ mod tests {
         let s = exact_summary(&mut v);
         assert_eq!(s.mean, 5.0);
         assert_eq!(s.std, 2.0);
-    }
-
-    #[test]
-    fn welford_matches_two_pass_and_batches() {
-        let xs = [3.0, 1.5, 9.25, 4.0, 4.0, 4.0, 0.0, 12.0];
-        let mut w = Welford::new();
-        for &x in &xs {
-            w.add(x);
-        }
-        let mut v = xs.to_vec();
-        let s = exact_summary(&mut v);
-        assert!((w.mean() - s.mean).abs() < 1e-12);
-        assert!((w.std() - s.std).abs() < 1e-12);
-
-        let mut b = Welford::new();
-        b.add_n(3.0, 1);
-        b.add_n(1.5, 1);
-        b.add_n(9.25, 1);
-        b.add_n(4.0, 3);
-        b.add_n(0.0, 1);
-        b.add_n(12.0, 1);
-        b.add_n(99.0, 0);
-        assert_eq!(b.count(), 8);
-        assert!((b.mean() - s.mean).abs() < 1e-12);
-        assert!((b.std() - s.std).abs() < 1e-12);
-
-        let mut left = Welford::new();
-        let mut right = Welford::new();
-        for (i, &x) in xs.iter().enumerate() {
-            if i % 2 == 0 {
-                left.add(x)
-            } else {
-                right.add(x)
-            }
-        }
-        left.merge(&right);
-        assert!((left.mean() - s.mean).abs() < 1e-12);
-        assert!((left.std() - s.std).abs() < 1e-12);
-        assert_eq!(Welford::new().std(), 0.0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Time matters only to DynoSim's AIC prefill-load model (`prefill_load`): every call that
 //! changes or reads the load takes the simulated time in ms.
 
-pub mod prefill_load;
+pub(crate) mod prefill_load;
 
 use crate::config::{PrefillLoadModel, QueuePolicy, RouterConfig};
 use crate::engine::kv::{IdMap, KvEvent};

@@ -123,6 +123,7 @@ impl PrefillLoad {
         self.tokens.saturating_sub(completed)
     }
 
+    #[cfg(test)]
     /// Σ of the tracked tokens, without decay.
     pub fn full_tokens(&self) -> u64 {
         self.tokens

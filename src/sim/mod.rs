@@ -8,8 +8,8 @@
 //! when they start; their tokens and completions become visible at the pass end.
 
 mod collector;
-pub mod driver;
-pub mod early_stop;
+pub(crate) mod driver;
+pub(crate) mod early_stop;
 mod handoff;
 mod setup;
 

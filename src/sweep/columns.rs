@@ -4,7 +4,7 @@
 //! orders, it never ranks.
 
 use super::spec::{Bound, Objective};
-pub use super::values::{csv_number, float_sig, CSV_SIGNIFICANT_DIGITS};
+use super::values::float_sig;
 use serde_json::Value;
 
 /// The metrics a spec asks about, in the order `rank_by`, `require`, `pareto`, each once;
@@ -106,6 +106,7 @@ pub fn shorten(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep::values::csv_number;
     use serde_json::json;
 
     fn obj(maximize: bool, m: &str) -> Objective {

@@ -430,6 +430,7 @@ pub fn write_json(rows: &[Row], meta: &Meta, w: &mut dyn std::io::Write) -> std:
     w.write_all(b"\n")
 }
 
+#[cfg(test)]
 /// `leaderboard.json`: the rows with full report and configuration, the spec, its hash, the
 /// traces' SHA-256 and the dynosim version.
 pub fn json_bytes(rows: &[Row], meta: &Meta) -> Vec<u8> {

@@ -22,27 +22,27 @@
 //! plain lines when stderr is not a terminal).
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
-pub mod archive;
-pub mod capacity;
-pub mod columns;
-pub mod console;
-pub mod execute;
-pub mod expand;
+pub(crate) mod archive;
+pub(crate) mod capacity;
+pub(crate) mod columns;
+pub(crate) mod console;
+pub(crate) mod execute;
+pub(crate) mod expand;
 pub mod folder;
-pub mod grid;
-pub mod html;
-pub mod inert_axes;
-pub mod leaderboard;
-pub mod markdown;
+pub(crate) mod grid;
+pub(crate) mod html;
+pub(crate) mod inert_axes;
+pub(crate) mod leaderboard;
+pub(crate) mod markdown;
 pub mod merge;
-pub mod output;
-pub mod progress;
-pub mod record;
+pub(crate) mod output;
+pub(crate) mod progress;
+pub(crate) mod record;
 pub mod resolve;
-pub mod runner;
-pub mod served;
+pub(crate) mod runner;
+pub(crate) mod served;
 pub mod spec;
-pub mod types;
+pub(crate) mod types;
 pub mod values;
 
 pub(crate) use types::Stop;

@@ -27,8 +27,8 @@
 //! reads no JSON and knows no flag or key names: callers prefix its errors with their origin.
 
 pub mod aic;
-pub mod interpolated;
-pub mod polynomial;
+pub(crate) mod interpolated;
+pub(crate) mod polynomial;
 
 pub use aic::AicLatency;
 pub use interpolated::Interpolated;

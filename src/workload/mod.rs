@@ -7,7 +7,7 @@
 pub(crate) mod blocks;
 pub mod formats;
 mod session_streams;
-pub mod sharing;
+pub(crate) mod sharing;
 pub mod synthetic;
 
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 //! top of the leaderboard. A pure function of the ranked rows and the spec, like the CSV, so the
 //! page is byte-identical across `-j`, runs and merges.
 
-pub mod charts;
+pub(crate) mod charts;
 
 use super::columns::{ordered_metrics, short_number, short_value, spec_key_metrics};
 use super::leaderboard::{metric_columns, pareto_front, Row};

@@ -12,10 +12,10 @@
 //! Reading the `aic_*` keys from JSON and checking them is `config::aic`'s; where the KV estimate
 //! is applied is the caller's. Imports nothing above `timing`.
 
-pub mod engines;
-pub mod estimator;
-pub mod latency;
-pub mod prefill_load_estimator;
+pub(crate) mod engines;
+pub(crate) mod estimator;
+pub(crate) mod latency;
+pub(crate) mod prefill_load_estimator;
 
 pub use engines::{
     cache_dir, catalog, python, systems_path_override, AicEngines, AicStats, Catalog, CompiledSpec,

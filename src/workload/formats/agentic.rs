@@ -367,6 +367,7 @@ pub fn load(path: &Path, trace_block_size: u32) -> Result<Workload, InputError> 
     b.finish()
 }
 
+#[cfg(test)]
 /// Parses `agentic_mooncake` text (tests); `name` is used in errors.
 pub fn parse(text: &str, name: &str, trace_block_size: u32) -> Result<Workload, InputError> {
     check_block_size(name, trace_block_size)?;

@@ -60,6 +60,7 @@ pub fn load(
     b.finish()
 }
 
+#[cfg(test)]
 /// Parses `applied_compute_agentic` text (tests); `name` is used in errors.
 pub fn parse(
     text: &str,

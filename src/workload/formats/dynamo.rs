@@ -80,6 +80,7 @@ pub fn load(
     build(records, &names, trace_block_size, timing)
 }
 
+#[cfg(test)]
 /// Parses the lines of one in-memory shard (tests).
 pub fn parse(
     text: &str,

@@ -10,11 +10,11 @@
 //! * [`applied_compute`]: `applied_compute_agentic` session records (§2.6).
 //! * [`dynamo`]: `dynamo.request.trace.v1` request traces, several files (§2.7).
 
-pub mod agentic;
-pub mod applied_compute;
-pub mod dynamo;
+pub(crate) mod agentic;
+pub(crate) mod applied_compute;
+pub(crate) mod dynamo;
 pub mod mooncake;
-pub mod mooncake_delta;
+pub(crate) mod mooncake_delta;
 
 use super::Workload;
 use crate::error::InputError;

@@ -39,6 +39,7 @@ pub fn load(path: &Path, trace_block_size: u32, timing: Timing) -> Result<Worklo
     into_delta(w, &path.display().to_string())
 }
 
+#[cfg(test)]
 /// Parses `mooncake-delta` text; `name` is used in error messages.
 pub fn parse(
     text: &str,
