@@ -6,7 +6,7 @@ use thiserror::Error;
 /// The message names where (file:line, flag, key path) and what was expected.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[error("{0}")]
-pub struct InputError(pub String, pub InputErrorKind);
+pub struct InputError(String, InputErrorKind);
 
 /// What kind of input problem an [`InputError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,13 +30,14 @@ impl InputError {
         InputError(msg.into(), InputErrorKind::Unbuildable)
     }
 
-    /// The same kind of error with its message rewritten (a prefix naming where, ...).
-    pub fn map_message(self, f: impl FnOnce(String) -> String) -> Self {
-        InputError(f(self.0), self.1)
-    }
-
     pub fn is_unbuildable(&self) -> bool {
         self.1 == InputErrorKind::Unbuildable
+    }
+
+    /// The same error (of the same kind) with `origin` (a flag, a spec key path, a file) in
+    /// front of its message.
+    pub fn with_origin(self, origin: impl std::fmt::Display) -> Self {
+        InputError(format!("{origin}: {}", self.0), self.1)
     }
 }
 

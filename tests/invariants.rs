@@ -348,9 +348,9 @@ fn check(s: &Setup) -> Result<(), TestCaseError> {
         // message, never a hang.
         Err(e) => {
             prop_assert!(
-                e.0.contains("cannot make progress"),
+                e.to_string().contains("cannot make progress"),
                 "unexpected simulation error: {}",
-                e.0
+                e.to_string()
             );
             return Ok(());
         }

@@ -389,7 +389,7 @@ pub fn load_prefill_load_estimator(
     loader
         .aic_latency(id)
         .map(PrefillLoadEstimator::new)
-        .map_err(|e| InputError::new(format!("{origin}: {}", e.0)))
+        .map_err(|e| e.with_origin(origin))
 }
 
 #[cfg(test)]
@@ -479,7 +479,9 @@ mod tests {
             backend: Some("vllm".into()),
             ..Default::default()
         };
-        let e = router_aic_engine(&only_backend, flag).unwrap_err().0;
+        let e = router_aic_engine(&only_backend, flag)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.ends_with("requires --aic-system, --aic-model-path"),
             "{e}"
@@ -536,7 +538,7 @@ mod tests {
                 "--aic-system must be non-empty",
             ),
         ] {
-            let e = router_aic_engine(&patch, flag).unwrap_err().0;
+            let e = router_aic_engine(&patch, flag).unwrap_err().to_string();
             assert!(e.contains(needle), "{e} lacks {needle}");
         }
     }

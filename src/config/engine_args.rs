@@ -156,9 +156,7 @@ impl ParsedEngineArgs {
         let Some(aic) = &timing.aic else {
             return Ok(args);
         };
-        let (t, blocks) = loader
-            .load_aic(aic)
-            .map_err(|e| e.map_message(|m| format!("{origin}: {m}")))?;
+        let (t, blocks) = loader.load_aic(aic).map_err(|e| e.with_origin(&origin))?;
         // A profile wins over AIC (DynoSim's order); the KV pool is still AIC's estimate.
         if timing.profile.is_none() {
             args.timing = t;
@@ -559,8 +557,11 @@ mod tests {
         match parse_and_load(&v) {
             Ok(a) => panic!("{v} accepted: {a:?}"),
             Err(e) => {
-                assert!(e.0.starts_with(F), "message does not name the flag: {e}");
-                e.0
+                assert!(
+                    e.to_string().starts_with(F),
+                    "message does not name the flag: {e}"
+                );
+                e.to_string()
             }
         }
     }
@@ -665,7 +666,10 @@ mod tests {
         .unwrap();
         assert_eq!(p.timing().profile.as_deref(), Some("no/such/profile.npz"));
         assert_eq!(p.timing().aic.as_ref().unwrap().engine.model_path, "m");
-        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        let e = p
+            .load(&mut TimingLoader::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--extra-engine-args: key \"planner_profile_data\": ")
                 && e.contains("no/such/profile.npz"),
@@ -682,7 +686,10 @@ mod tests {
         v["planner_profile_data"] = json!("gone.npz");
         // Parsing succeeds; loading reports the profile first, as when both were one step.
         let p = parse_engine_args(&v, F).unwrap();
-        let e = p.load(&mut TimingLoader::default()).unwrap_err().0;
+        let e = p
+            .load(&mut TimingLoader::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("planner_profile_data") && e.contains("gone.npz"),
             "{e}"
@@ -691,10 +698,10 @@ mod tests {
         let mut loader = TimingLoader::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"));
         v["planner_profile_data"] = json!("profiles/own_profile.npz");
         let p = parse_engine_args(&v, F).unwrap();
-        assert_eq!(p.load(&mut loader).unwrap_err().0, later);
+        assert_eq!(p.load(&mut loader).unwrap_err().to_string(), later);
         // Keys before the profile fail while parsing.
         v["preemption_mode"] = json!("random");
-        let e = parse_engine_args(&v, F).unwrap_err().0;
+        let e = parse_engine_args(&v, F).unwrap_err().to_string();
         assert!(e.contains("\"preemption_mode\""), "{e}");
     }
 
@@ -712,7 +719,7 @@ mod tests {
         );
         let e = parse_engine_args_str("5", "--decode-engine-args").unwrap_err();
         assert!(e
-            .0
+            .to_string()
             .starts_with("--decode-engine-args: engine args must be a JSON object"));
     }
 
@@ -720,7 +727,7 @@ mod tests {
     fn json_syntax_errors_name_flag_and_column() {
         let e = parse_engine_args_str("{\"block_size\": 16,}", "--prefill-engine-args")
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(e.starts_with("--prefill-engine-args: invalid JSON"), "{e}");
         assert!(e.contains("column 19"), "{e}");
     }

@@ -284,7 +284,8 @@ mod tests {
     fn json_syntax_error_names_flag_and_column() {
         let e = parse_json_text("{\"a\": }", "--router-config").unwrap_err();
         assert!(
-            e.0.starts_with("--router-config: invalid JSON at line 1 column 7"),
+            e.to_string()
+                .starts_with("--router-config: invalid JSON at line 1 column 7"),
             "{e}"
         );
     }
@@ -293,12 +294,16 @@ mod tests {
     fn int_rejects_floats_negatives_and_out_of_range() {
         let v = json!({"a": 5.0, "b": -1, "c": 7, "d": null});
         let o = JsonObject::new(&v, "X", "thing").unwrap();
-        assert!(o.int("a", 0, 10).unwrap_err().0.contains("got number 5.0"));
+        assert!(o
+            .int("a", 0, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("got number 5.0"));
         assert!(o.int("b", 0, 10).is_err());
         assert!(o
             .int("c", 0, 5)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("an integer in [0, 5]"));
         assert_eq!(o.int("c", 0, 10).unwrap(), Slot::Set(7));
         assert_eq!(o.int("d", 0, 10).unwrap(), Slot::Null);

@@ -240,8 +240,11 @@ mod tests {
         match parse_router_config(&v, F) {
             Ok(c) => panic!("{v} accepted: {c:?}"),
             Err(e) => {
-                assert!(e.0.starts_with(F), "message does not name the flag: {e}");
-                e.0
+                assert!(
+                    e.to_string().starts_with(F),
+                    "message does not name the flag: {e}"
+                );
+                e.to_string()
             }
         }
     }
@@ -309,9 +312,11 @@ mod tests {
 
     #[test]
     fn must_be_an_object_and_valid_json() {
-        let m = parse_router_config_str("[1]", F).unwrap_err().0;
+        let m = parse_router_config_str("[1]", F).unwrap_err().to_string();
         assert!(m.contains("router config must be a JSON object"), "{m}");
-        let m = parse_router_config_str("{\"a\" 1}", F).unwrap_err().0;
+        let m = parse_router_config_str("{\"a\" 1}", F)
+            .unwrap_err()
+            .to_string();
         assert!(
             m.starts_with("--router-config: invalid JSON at line 1 column"),
             "{m}"

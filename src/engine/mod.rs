@@ -7,4 +7,5 @@ pub(crate) mod kv;
 pub(crate) mod radix;
 pub(crate) mod scheduler;
 pub(crate) mod sglang;
+pub(crate) mod stall;
 pub(crate) mod vllm;

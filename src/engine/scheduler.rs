@@ -4,6 +4,7 @@
 
 use super::kv::KvEvent;
 use super::sglang::SglangEngine;
+use super::stall::StallCause;
 use super::vllm::{Engine, PassOutput, Reservation};
 use crate::config::{EngineArgs, EngineType};
 use crate::timing::LatencyModel;
@@ -93,6 +94,16 @@ impl<M: LatencyModel> Scheduler<M> {
                     }
                 }
             }
+        }
+    }
+
+    /// Why the engine's queued work can never be scheduled, whatever happens later, when it is
+    /// so: checked after a pass that changed nothing. Never `Some` for an engine that a later
+    /// pass could move forward on its queued requests.
+    pub fn never_schedulable(&self) -> Option<StallCause> {
+        match self {
+            Scheduler::Vllm(e) => e.never_schedulable(),
+            Scheduler::Sglang(e) => e.never_schedulable(),
         }
     }
 

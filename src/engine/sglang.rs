@@ -7,6 +7,7 @@
 
 use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
+use super::stall::StallCause;
 use super::vllm::{PassOutput, Reservation};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
@@ -275,6 +276,58 @@ impl<M: LatencyModel> SglangEngine<M> {
                 (r.req, need as u64)
             })
             .find(|&(_, need)| need > self.s.total_kv_tokens)
+    }
+
+    /// Why this engine's work can never move on, whatever happens later (every other page
+    /// freed): its only running request needs a page for its next token and holds the whole
+    /// pool, or, with nothing running, the request at the head of the queue can never pass
+    /// batch formation's budgets (step 1 of [`SglangEngine::step`] with an empty pool), so it
+    /// never completes. `None` whenever a later pass could move forward.
+    pub fn never_schedulable(&self) -> Option<StallCause> {
+        if !self.prebuilt.is_empty() {
+            return None;
+        }
+        let page = self.s.page;
+        let total_pages = self.cache.total_pages();
+        match self.running.as_slice() {
+            [] => {}
+            [only] => {
+                let r = &self.reqs[*only as usize];
+                let needs_page = r.remaining_output() > 0 && r.len().is_multiple_of(page);
+                return (needs_page && self.pages_of(r.materialized) >= total_pages)
+                    .then_some(StallCause::RequestOutgrewPool);
+            }
+            _ => return None,
+        }
+        let &slot = self.waiting.front()?;
+        let r = &self.reqs[slot as usize];
+        let extend = r.len() - r.materialized;
+        if extend == 0 {
+            return None;
+        }
+        let cps = self.s.chunked_prefill_size;
+        let chunk = if extend <= cps {
+            extend
+        } else {
+            let c = cps / page * page;
+            if c == 0 {
+                return Some(StallCause::PrefillOverBudget);
+            }
+            c.min(extend)
+        };
+        let charged = (chunk.div_ceil(page) * page) as f64;
+        let reserve_out = if chunk < extend {
+            0
+        } else {
+            r.remaining_output().min(self.s.clip_max_new_tokens)
+        };
+        // The most room any later pass could offer it: every page but its own.
+        let own_pages = self.pages_of(r.materialized);
+        let best_total = (u64::from(total_pages.saturating_sub(own_pages)) * page as u64) as f64;
+        (charged + reserve_out as f64 >= best_total
+            || charged > self.s.max_prefill_tokens
+            || charged > cps as f64)
+            .then_some(StallCause::PrefillOverBudget)
     }
 
     fn publish(&mut self, key: PageKey) {
@@ -850,7 +903,12 @@ mod tests {
             if !e.has_work() {
                 break;
             }
+            let doomed = e.never_schedulable();
             e.step(prompts, &mut out);
+            assert!(
+                doomed.is_none() || !out.progressed,
+                "{doomed:?} but progressed"
+            );
             assert!(
                 out.progressed,
                 "no progress: running {} waiting {} avail {} evictable {}",
@@ -932,5 +990,64 @@ mod tests {
         let mut out = PassOutput::default();
         e.step(&prompts, &mut out);
         assert_eq!(out.admitted, vec![(1, 12)]);
+    }
+
+    #[test]
+    fn stall_prompt_and_reserved_output_larger_than_the_pool() {
+        // 4 pages of 16 tokens: a 60-token prompt (4 pages) plus its 10 reserved outputs.
+        let mut e = SglangEngine::new(&args(4, 16), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[], &[]]);
+        e.enqueue(0, 60, 10);
+        e.enqueue(1, 10, 2);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert!(!out.progressed);
+        assert_eq!(e.never_schedulable(), Some(StallCause::PrefillOverBudget));
+    }
+
+    #[test]
+    fn no_stall_for_a_request_that_fits_an_empty_pool() {
+        let mut e = SglangEngine::new(&args(4, 16), Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[]]);
+        e.enqueue(0, 30, 10);
+        assert_eq!(e.never_schedulable(), None);
+        let (finished, _) = run(&mut e, &prompts);
+        assert_eq!(finished, vec![0]);
+    }
+
+    #[test]
+    fn stall_running_request_that_holds_the_whole_pool() {
+        // Admitted with a clipped output reservation, it grows into all 4 pages and then needs
+        // a fifth for its next token.
+        let mut a = args(4, 16);
+        a.sglang.clip_max_new_tokens = 1;
+        let mut e = SglangEngine::new(&a, Polynomial, false);
+        let prompts = PromptBlocks::from_lists(16, &[&[]]);
+        e.enqueue(0, 40, 30);
+        let mut out = PassOutput::default();
+        let mut found = None;
+        for _ in 0..100 {
+            found = e.never_schedulable();
+            e.step(&prompts, &mut out);
+            if !out.progressed {
+                break;
+            }
+            assert_eq!(found, None, "found before a pass that progressed");
+        }
+        assert!(!out.progressed);
+        assert_eq!(found, Some(StallCause::RequestOutgrewPool));
+        assert_eq!(e.never_schedulable(), Some(StallCause::RequestOutgrewPool));
+    }
+
+    #[test]
+    fn stall_chunk_budget_smaller_than_a_page() {
+        let mut a = args(100, 16);
+        a.sglang.chunked_prefill_size = 8;
+        let e = {
+            let mut e = SglangEngine::new(&a, Polynomial, false);
+            e.enqueue(0, 40, 3);
+            e
+        };
+        assert_eq!(e.never_schedulable(), Some(StallCause::PrefillOverBudget));
     }
 }

@@ -9,6 +9,7 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
+use super::stall::StallCause;
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
@@ -705,6 +706,60 @@ impl<M: LatencyModel> Engine<M> {
         self.waiting.push_front(victim);
     }
 
+    /// Why the sequence at the head of the waiting queue can never be admitted, when nothing
+    /// runs: whatever the future holds (every other block freed, every cache hit it could get),
+    /// admission would stop at it again, so the request never completes and, the queue being
+    /// served in order, nothing behind it is admitted either (unless it is a hand-off, which a
+    /// decode worker admits past it). `None` whenever a later pass could admit it, reject it, or
+    /// has running work to do.
+    pub fn never_schedulable(&self) -> Option<StallCause> {
+        if !self.running.is_empty() {
+            return None;
+        }
+        let &s = self.waiting.front()?;
+        let seq = &self.seqs[s as usize];
+        if seq.prebuilt {
+            return None;
+        }
+        let bs = self.block_size;
+        let len = self.seq_len(s);
+        let fresh = !seq.exposed;
+        let too_long = self
+            .args
+            .max_model_len
+            .is_some_and(|m| seq.input as u64 >= m);
+        match self.admission {
+            Admission::Vllm => {
+                if too_long || (fresh && len.div_ceil(bs) > self.pool.capacity()) {
+                    return None; // rejected at its admission
+                }
+                if len.div_ceil(bs) > self.pool.capacity() {
+                    return Some(StallCause::PreemptedOutgrewPool);
+                }
+            }
+            Admission::GuaranteedNoEvict => {
+                if fresh && self.completion_blocks(s) > self.pool.capacity() {
+                    return None; // rejected at its admission
+                }
+            }
+        }
+        if !self.args.enable_chunked_prefill {
+            // The most prompt any later admission could find cached (see `prefill_hits`).
+            let cacheable_blocks = match (self.args.enable_prefix_caching, self.admission) {
+                (false, _) => 0,
+                (true, Admission::Vllm) => len.saturating_sub(1) / bs,
+                (true, Admission::GuaranteedNoEvict) => len / bs,
+            };
+            let cached = (cacheable_blocks * bs).min(len);
+            let prompt_remaining = seq.input - (seq.num_computed + cached).min(seq.input);
+            let budget = self.args.max_num_batched_tokens.unwrap_or(u64::MAX);
+            if prompt_remaining as u64 > budget {
+                return Some(StallCause::PromptOverBatchBudget);
+            }
+        }
+        None
+    }
+
     /// Runs one forward pass starting at `now`; returns its duration in ms. `prompts.of(req)`
     /// holds the content ids of the shareable prompt blocks of every request resident here.
     pub fn step(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> f64 {
@@ -1080,5 +1135,88 @@ mod tests {
             emitted += out.emitted.len();
         }
         assert_eq!(emitted, 6);
+    }
+
+    #[test]
+    fn stall_preempted_request_larger_than_the_pool_but_not_a_fresh_one() {
+        let args = EngineArgs {
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        e.enqueue(0, 1, 20, 4, 0);
+        // A fresh request larger than the pool is rejected at admission: no stall.
+        assert_eq!(e.never_schedulable(), None);
+        // Preempted (its generated tokens kept), it waits at the head for good.
+        let s = e.waiting[0];
+        e.seqs[s as usize].exposed = true;
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PreemptedOutgrewPool)
+        );
+        let prompts = PromptBlocks::from_lists(4, &[&[]]);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert!(!out.progressed);
+    }
+
+    #[test]
+    fn stall_unchunked_prompt_over_the_batch_budget_unless_a_cache_hit_could_shrink_it() {
+        let args = EngineArgs {
+            block_size: 4,
+            enable_chunked_prefill: false,
+            max_num_batched_tokens: Some(10),
+            ..EngineArgs::default()
+        };
+        let mut e = engine(EngineArgs {
+            enable_prefix_caching: false,
+            ..args.clone()
+        });
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PromptOverBatchBudget)
+        );
+        // With prefix caching, a later request could cache 16 of its 20 tokens.
+        let mut e = engine(args.clone());
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(e.never_schedulable(), None);
+        // TRT-LLM the same way.
+        let mut e = engine(EngineArgs {
+            engine_type: EngineType::Trtllm,
+            enable_prefix_caching: false,
+            ..args
+        });
+        e.enqueue(0, 1, 20, 2, 0);
+        assert_eq!(
+            e.never_schedulable(),
+            Some(StallCause::PromptOverBatchBudget)
+        );
+    }
+
+    #[test]
+    fn no_stall_while_something_runs_or_for_a_fitting_head() {
+        let args = EngineArgs {
+            num_gpu_blocks: 8,
+            block_size: 4,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(4, &[&[], &[]]);
+        e.enqueue(0, 1, 20, 4, 0);
+        e.enqueue(1, 2, 20, 4, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(e.never_schedulable(), None);
+        // TRT-LLM never stalls on KV: what does not fit to completion is rejected.
+        let mut e = engine(EngineArgs {
+            engine_type: EngineType::Trtllm,
+            num_gpu_blocks: 4,
+            block_size: 4,
+            ..EngineArgs::default()
+        });
+        e.enqueue(0, 1, 20, 4, 0);
+        assert_eq!(e.never_schedulable(), None);
     }
 }

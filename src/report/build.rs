@@ -58,6 +58,21 @@ pub fn build_report(
 
     r.set_int("num_requests", to_i64(totals.num_requests));
     r.set_int("completed_requests", n as i64);
+    // Where every arrival ended up (dynosim's; DynoSim's fields above keep their values):
+    // arrived = completed + rejected + unfinished (+ finished without output, when any).
+    r.set_int("arrived_requests", to_i64(totals.num_requests));
+    r.set_int("rejected_requests", to_i64(totals.rejected_requests));
+    r.set_int("unfinished_requests", to_i64(totals.unfinished_requests));
+    r.set_int(
+        "unfinished_waiting_requests",
+        to_i64(totals.unfinished_waiting_requests),
+    );
+    if totals.finished_without_output_requests > 0 {
+        r.set_int(
+            "finished_without_output_requests",
+            to_i64(totals.finished_without_output_requests),
+        );
+    }
     r.set_int("total_input_tokens", to_i64(total_in));
     r.set_int("total_output_tokens", to_i64(total_out));
     r.set_float("duration_ms", duration_ms);
@@ -201,12 +216,15 @@ mod tests {
             decode_gpus_per_worker: 1,
             sla: Sla::default(),
             worker_span_ms: None,
+            ..RunTotals::default()
         }
     }
 
+    /// DynoSim's keys of a report and whether each is an integer (dynosim's own keys left out).
     fn key_types(r: &Report) -> Vec<(String, bool)> {
         r.fields
             .iter()
+            .filter(|(k, _)| !crate::report::accounting::OWN_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), matches!(v, Value::Int(_))))
             .collect()
     }

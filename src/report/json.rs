@@ -4,7 +4,7 @@
 //! Files are written to a temporary sibling and renamed into place, so no reader ever sees half a
 //! file.
 
-use super::{Report, RequestRecord, Value};
+use super::{Report, RequestRecord, Stall, Value, STALL_KEY};
 use crate::error::InputError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -75,6 +75,24 @@ fn json_string(s: &str) -> String {
     out
 }
 
+/// The `stall` member, laid out as `json.dumps(indent=2, sort_keys=True)` nests an object.
+fn push_stall(out: &mut String, st: &Stall) {
+    let cause = serde_json::to_value(st.cause)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "  {}: {{\n    \"cause\": {},\n    \"queued_requests\": {},\n    \"role\": {},\n    \
+         \"since_ms\": {},\n    \"worker\": {}\n  }}",
+        json_string(STALL_KEY),
+        json_string(&cause),
+        st.queued_requests,
+        json_string(st.role),
+        python_float_repr(st.since_ms),
+        st.worker
+    ));
+}
+
 impl Report {
     /// The report as DynoSim writes it: `json.dumps(indent=2, sort_keys=True)` plus a final
     /// newline.
@@ -84,9 +102,15 @@ impl Report {
         }
         let mut out = String::with_capacity(self.fields.len() * 48);
         out.push_str("{\n");
+        let mut stall = self.stall.as_ref();
         for (i, (k, v)) in self.fields.iter().enumerate() {
             if i > 0 {
                 out.push_str(",\n");
+            }
+            if let Some(st) = stall.filter(|_| k.as_str() > STALL_KEY) {
+                push_stall(&mut out, st);
+                out.push_str(",\n");
+                stall = None;
             }
             out.push_str("  ");
             out.push_str(&json_string(k));
@@ -95,6 +119,10 @@ impl Report {
                 Value::Int(n) => out.push_str(&n.to_string()),
                 Value::Float(f) => out.push_str(&python_float_repr(f)),
             }
+        }
+        if let Some(st) = stall {
+            out.push_str(",\n");
+            push_stall(&mut out, st);
         }
         out.push_str("\n}\n");
         out

@@ -22,11 +22,35 @@ impl Value {
     }
 }
 
-/// The flat report, keys sorted (DynoSim writes `sort_keys=True`).
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-#[serde(transparent)]
+/// The flat report, keys sorted (DynoSim writes `sort_keys=True`), and the stall of a simulation
+/// that could not make progress (written as a `stall` object among the keys; dynosim's own).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Report {
     pub fields: BTreeMap<String, Value>,
+    pub stall: Option<Stall>,
+}
+
+/// The report's key for [`Report::stall`].
+pub const STALL_KEY: &str = "stall";
+
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let extra = usize::from(self.stall.is_some());
+        let mut m = s.serialize_map(Some(self.fields.len() + extra))?;
+        let mut stall = self.stall.as_ref();
+        for (k, v) in &self.fields {
+            if let Some(st) = stall.filter(|_| k.as_str() > STALL_KEY) {
+                m.serialize_entry(STALL_KEY, st)?;
+                stall = None;
+            }
+            m.serialize_entry(k, v)?;
+        }
+        if let Some(st) = stall {
+            m.serialize_entry(STALL_KEY, st)?;
+        }
+        m.end()
+    }
 }
 
 impl Report {
@@ -61,6 +85,16 @@ pub struct CompletedRequest {
 pub struct RunTotals {
     /// Every arrival, including rejected and incomplete requests.
     pub num_requests: u64,
+    /// Arrivals an engine refused.
+    pub rejected_requests: u64,
+    /// Arrivals neither completed nor rejected when the run ended (a time cap).
+    pub unfinished_requests: u64,
+    /// Of those, the ones waiting for admission (router queue, an engine's waiting queue, a
+    /// decode reservation) rather than in a running batch or a transfer.
+    pub unfinished_waiting_requests: u64,
+    /// Arrivals that finished without a token (output length 0), which DynoSim's
+    /// `completed_requests` leaves out here.
+    pub finished_without_output_requests: u64,
     /// Host time of the simulation in ms (only wall-time fields depend on it).
     pub wall_time_ms: f64,
     /// 0 for aggregated runs.
@@ -109,6 +143,7 @@ pub struct RequestRecord {
     pub terminal_status: String,
 }
 
+pub(crate) mod accounting;
 pub(crate) mod build;
 pub(crate) mod dates;
 pub(crate) mod gaps;
@@ -119,6 +154,8 @@ pub(crate) mod sketch;
 pub(crate) mod stats;
 pub(crate) mod table;
 
+pub use crate::engine::stall::StallCause;
+pub use accounting::Stall;
 pub use build::build_report;
 pub use gaps::{GapTally, TokenGaps};
 pub use json::{write_json, write_jsonl};

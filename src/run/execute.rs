@@ -101,6 +101,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     }
     println!("{}", crate::report::table::render(&out.report));
     println!("Saved full report to: {}", plan.report_json.display());
+    if let Some(w) = crate::report::accounting::warning(&out.report) {
+        eprintln!("warning: {w}");
+    }
     Ok(())
 }
 

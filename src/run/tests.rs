@@ -41,7 +41,7 @@ fn ok(line: &str) -> RunPlan {
 fn bad(line: &str) -> String {
     match plan_at(&args(line), fixed_now()) {
         Ok(p) => panic!("{line} accepted: {p:?}"),
-        Err(e) => e.0,
+        Err(e) => e.to_string(),
     }
 }
 

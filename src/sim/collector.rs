@@ -240,6 +240,15 @@ impl Collector {
 
     pub fn finish(mut self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
         totals.num_requests = self.arrivals;
+        for r in &self.recs {
+            match r.status {
+                Status::Rejected => totals.rejected_requests += 1,
+                Status::Arrived => totals.unfinished_requests += 1,
+                Status::Completed if r.n_out == 0 => totals.finished_without_output_requests += 1,
+                Status::Completed | Status::Pending => {}
+            }
+        }
+        debug_assert!(totals.unfinished_waiting_requests <= totals.unfinished_requests);
         self.tally.flush(&mut self.gaps);
         let mut completed = Vec::new();
         for (i, r) in self.recs.iter().enumerate() {

@@ -15,6 +15,7 @@ mod setup;
 
 use crate::config::{KvTransferTimingMode, SimConfig, Topology};
 use crate::engine::scheduler::Scheduler;
+use crate::engine::stall::StallCause;
 use crate::engine::vllm::PassOutput;
 use crate::error::SimError;
 use crate::report::{Report, RequestRecord};
@@ -168,6 +169,8 @@ struct Sim<'w> {
     start_order: Vec<u32>,
     /// Bounds the run stops on once certainly missed (none: never checked).
     early: EarlyCheck,
+    /// The first worker found unable to make progress: (worker, since, cause).
+    stall: Option<(u32, f64, StallCause)>,
 }
 
 /// The early-stop state of a run (see [`early_stop`]): idle, and free, without bounds.
@@ -311,6 +314,9 @@ impl<'w> Sim<'w> {
                     if !capped {
                         return Err(self.dead_end(wi));
                     }
+                } else {
+                    // A recorded stall is a dead end: it never clears.
+                    debug_assert!(self.stall.is_none(), "stall {:?} cleared", self.stall);
                 }
                 break;
             };
@@ -504,6 +510,37 @@ impl<'w> Sim<'w> {
         );
         self.early.scratch = scratch;
         self.early.stopped.is_some()
+    }
+
+    /// After a pass of worker `wi` that changed nothing: records a stall when one of its
+    /// engines can never move its queued work on (see [`Scheduler::never_schedulable`]), so
+    /// that a time cap ending the run first does not hide it.
+    fn check_stall(&mut self, wi: usize) {
+        if let Some(cause) = self.workers[wi]
+            .ranks
+            .iter()
+            .find_map(|e| e.never_schedulable())
+        {
+            self.stall = Some((wi as u32, self.now, cause));
+        }
+    }
+
+    /// Requests waiting for admission when the run ends: in a router queue, an engine's
+    /// waiting queue, or for a decode reservation.
+    fn waiting_requests(&self) -> u64 {
+        let engines: usize = self
+            .workers
+            .iter()
+            .flat_map(|w| w.ranks.iter())
+            .map(|e| e.num_waiting())
+            .sum();
+        let reservations: usize = self
+            .workers
+            .iter()
+            .map(|w| w.pending_reservations.len())
+            .sum();
+        let routers: usize = self.pools.iter().map(|p| p.queue.len()).sum();
+        (engines + reservations + routers) as u64
     }
 
     fn dead_end(&self, wi: usize) -> SimError {
@@ -873,6 +910,9 @@ impl<'w> Sim<'w> {
         }
         worker.stalled = !progressed;
         worker.busy = true;
+        if !progressed && self.stall.is_none() {
+            self.check_stall(wi);
+        }
         // Admissions are visible now; KV stores reach the router at pass start (vLLM) or at
         // pass end (SGLang).
         let role = self.workers[wi].role;
@@ -1041,8 +1081,29 @@ impl<'w> Sim<'w> {
             } else {
                 Some(self.capped_at.unwrap_or(self.now))
             },
+            unfinished_waiting_requests: self.waiting_requests(),
+            ..Default::default()
         };
-        self.col.finish(self.w, totals)
+        let stall = self
+            .stall
+            .map(|(wi, since_ms, cause)| crate::report::Stall {
+                worker: wi,
+                role: match self.workers[wi as usize].role {
+                    Role::Aggregated => "aggregated",
+                    Role::Prefill => "prefill",
+                    Role::Decode => "decode",
+                },
+                since_ms,
+                queued_requests: self.workers[wi as usize]
+                    .ranks
+                    .iter()
+                    .map(|e| e.num_waiting() as u64)
+                    .sum(),
+                cause,
+            });
+        let mut out = self.col.finish(self.w, totals);
+        out.report.stall = stall;
+        out
     }
 }
 

@@ -72,6 +72,7 @@ impl<'w> Sim<'w> {
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some()),
             now: 0.0,
             early: EarlyCheck::default(),
+            stall: None,
         })
     }
 }

@@ -114,7 +114,7 @@ impl Workloads<'_> {
                 (self.backend.generate)(spec, *block_size)
             }
         }
-        .map_err(|e| e.0)?;
+        .map_err(|e| e.to_string())?;
         let w = Arc::new(w);
         map.insert(key, w.clone());
         Ok(w)
@@ -149,7 +149,7 @@ impl Ctx<'_> {
         let at = spec_at(self.spec, self.search, value);
         let p = match Resolver::new(&at).resolve(id) {
             Ok(p) => p,
-            Err(e) => return (failed_stub(id, &e.0), false),
+            Err(e) => return (failed_stub(id, &e.to_string()), false),
         };
         let identity = workload_identity(&p.workload, |path| {
             self.trace_sha.get(path).cloned().unwrap_or_default()

@@ -195,7 +195,7 @@ pub(crate) fn run_one(
         }
         Ok(Err(e)) => {
             rec.status = Status::Failed;
-            rec.reason = Some(e.0);
+            rec.reason = Some(e.to_string());
         }
         Err(p) => {
             rec.status = Status::Failed;

@@ -373,7 +373,7 @@ fn load_workloads(spec: &Spec, plan: &mut Plan, backend: &Backend) -> Result<(),
             SweepError::Input(InputError::new(format!(
                 "{}: workload of point {first_point}: {}",
                 spec.file.display(),
-                e.0
+                e
             )))
         })?;
         for warning in &w.warnings {

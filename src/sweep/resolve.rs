@@ -306,7 +306,7 @@ impl<'s> Resolver<'s> {
                 let parsed = parse_engine_args(&v, origin)?;
                 match parsed.clone().load(&mut self.timing) {
                     Ok(args) => Ok((args, None)),
-                    Err(e) if e.is_unbuildable() => Ok((parsed.unloaded(), Some(e.0))),
+                    Err(e) if e.is_unbuildable() => Ok((parsed.unloaded(), Some(e.to_string()))),
                     Err(e) => Err(e),
                 }
             })
@@ -484,7 +484,7 @@ impl<'s> Resolver<'s> {
 
         let (pools, unbuildable) = self
             .pools(mode, &engine, &prefill, &decode)
-            .map_err(|e| point_err(&e.0))?;
+            .map_err(|e| point_err(&e.to_string()))?;
         let input = TopologyInput {
             pools,
             num_workers: i64::from(num_workers),
@@ -493,7 +493,9 @@ impl<'s> Resolver<'s> {
             router_mode,
         };
         let (topology, mut problems) = build::build_topology(input, &SpecKeys);
-        let router_cfg = self.router(&router).map_err(|e| point_err(&e.0))?;
+        let router_cfg = self
+            .router(&router)
+            .map_err(|e| point_err(&e.to_string()))?;
         let (source, load, max_sim_time_ms) =
             workload_of(spec, &workload, topology.block_size()).map_err(|m| point_err(&m))?;
         let closed_loop = load.replay_concurrency.is_some();
@@ -654,7 +656,9 @@ mod tests {
         let s = spec(text);
         let n = s.grid_size().unwrap() as u64;
         let mut r = Resolver::new(&s);
-        (0..n).map(|i| r.resolve(i).map_err(|e| e.0)).collect()
+        (0..n)
+            .map(|i| r.resolve(i).map_err(|e| e.to_string()))
+            .collect()
     }
 
     #[test]
@@ -713,7 +717,7 @@ mod tests {
         // A missing file is a spec error naming the key path and the file.
         let text = format!("{SYN}engine: {{planner_profile_data: nope.npz}}\n");
         let s = parse_spec(&text, &dir.join("s.yaml")).unwrap();
-        let e = Resolver::new(&s).resolve(0).unwrap_err().0;
+        let e = Resolver::new(&s).resolve(0).unwrap_err().to_string();
         assert!(
             e.contains("planner_profile_data") && e.contains("nope.npz"),
             "{e}"

@@ -384,7 +384,7 @@ mod tests {
         }
         assert_eq!(builds, 1);
         let e = loader.get_or_build("bad".into(), || Err(InputError::new("no such model")));
-        assert_eq!(e.unwrap_err().0, "no such model");
+        assert_eq!(e.unwrap_err().to_string(), "no such model");
         assert_eq!(loader.num_built(), 1);
     }
 }

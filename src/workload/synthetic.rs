@@ -683,7 +683,7 @@ mod tests {
             ),
         ];
         for (s, flag) in cases {
-            let e = generate(&s, 64).unwrap_err().0;
+            let e = generate(&s, 64).unwrap_err().to_string();
             assert!(e.contains(flag), "{e:?} should name {flag}");
         }
     }

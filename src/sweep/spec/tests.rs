@@ -3,7 +3,7 @@
 use super::*;
 
 fn parse(text: &str) -> Result<Spec, String> {
-    parse_spec(text, Path::new("sweeps/t.yaml")).map_err(|e| e.0)
+    parse_spec(text, Path::new("sweeps/t.yaml")).map_err(|e| e.to_string())
 }
 
 fn err(text: &str) -> String {
@@ -289,7 +289,7 @@ fn missing_trace_files_are_found_before_running() {
         "workload: {trace: here.jsonl}\ngrid:\n  workload.trace: [here.jsonl, gone.jsonl]\n",
     )
     .unwrap();
-    let e = load_spec(&file).unwrap_err().0;
+    let e = load_spec(&file).unwrap_err().to_string();
     assert!(
         e.contains("grid.workload.trace")
             && e.contains("gone.jsonl")
@@ -298,7 +298,9 @@ fn missing_trace_files_are_found_before_running() {
     );
     std::fs::write(&file, "workload: {trace: here.jsonl}\n").unwrap();
     assert!(load_spec(&file).is_ok());
-    let e = load_spec(&dir.path().join("nope.yaml")).unwrap_err().0;
+    let e = load_spec(&dir.path().join("nope.yaml"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot read the spec"), "{e}");
 }
 

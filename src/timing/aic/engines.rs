@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn a_package_of_another_schema_is_refused_with_the_supported_versions() {
-        let err = installed(27, "pkg").estimator().unwrap_err().0;
+        let err = installed(27, "pkg").estimator().unwrap_err().to_string();
         assert!(err.contains("spec schema 27"), "{err}");
         assert!(
             err.contains("0.11.0 (schema 4) or 0.12.0 (schema 15)"),

@@ -487,7 +487,7 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse(text, "a.jsonl", 4).unwrap_err().0
+        parse(text, "a.jsonl", 4).unwrap_err().to_string()
     }
 
     #[test]

@@ -335,7 +335,7 @@ mod tests {
             0,
         )
         .unwrap_err()
-        .0;
+        .to_string();
         assert_eq!(
             e,
             "ac.jsonl:1: field \"assistant_response_length\": has 0 entries but num_turns is 1"
@@ -348,7 +348,7 @@ mod tests {
             0,
         )
         .unwrap_err()
-        .0;
+        .to_string();
         assert!(
             e.starts_with("ac.jsonl:2: field \"input_prompt_length\""),
             "{e}"

@@ -404,7 +404,7 @@ mod tests {
         assert_eq!(w.blocks_of(&w.requests[1]), [0, 2]);
         let e = parse(&text, "d.jsonl", Some(8), Timing::OpenLoop)
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(e.contains("--trace-block-size 8"), "{e}");
     }
 
@@ -436,7 +436,7 @@ mod tests {
         let bad = rec("a", 1000, 1.0, "[1]", "");
         let e = parse(&bad, "d.jsonl", None, Timing::OpenLoop)
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(
             e.starts_with("d.jsonl:1: field \"request.replay.input_sequence_hashes\""),
             "{e}"
@@ -448,7 +448,7 @@ mod tests {
             Timing::OpenLoop,
         )
         .unwrap_err()
-        .0;
+        .to_string();
         assert!(e.starts_with("d.jsonl:1: field \"event_type\""), "{e}");
         let e = parse(
             r#"{"event_type":"request_end","event_time_unix_ms":1}"#,
@@ -457,7 +457,7 @@ mod tests {
             Timing::OpenLoop,
         )
         .unwrap_err()
-        .0;
+        .to_string();
         assert!(e.contains("missing required field \"schema\""), "{e}");
     }
 }

@@ -12,7 +12,7 @@ fn parse(text: &str) -> Result<Workload, InputError> {
 }
 
 fn parse_err(text: &str) -> String {
-    parse(text).expect_err("expected an error").0
+    parse(text).expect_err("expected an error").to_string()
 }
 
 #[test]
@@ -394,7 +394,7 @@ fn session_errors() {
         Timing::ClosedLoop,
     )
     .unwrap_err()
-    .0;
+    .to_string();
     assert!(
         e.starts_with("t.jsonl:2: ") && e.contains("cannot infer"),
         "{e}"
@@ -421,7 +421,7 @@ fn json_and_file_level_errors() {
     );
     let e = parse_err("");
     assert!(e.contains("no requests"), "{e}");
-    let e = parse_trace("{}", "t.jsonl", 0).unwrap_err().0;
+    let e = parse_trace("{}", "t.jsonl", 0).unwrap_err().to_string();
     assert!(e.contains("--trace-block-size"), "{e}");
 }
 
@@ -485,19 +485,19 @@ fn gzip_round_trip_and_plain_file() {
     // A gzip file without the .gz name: invalid UTF-8 with a hint.
     let misnamed = dir.path().join("trace2.jsonl");
     std::fs::write(&misnamed, &bytes).unwrap();
-    let e = load_trace(&misnamed, 512).unwrap_err().0;
+    let e = load_trace(&misnamed, 512).unwrap_err().to_string();
     assert!(e.contains("trace2.jsonl:1:") && e.contains("gzip"), "{e}");
 
     // Garbage with a .gz name.
     let bad = dir.path().join("bad.jsonl.gz");
     std::fs::write(&bad, b"this is not gzip at all\n").unwrap();
-    let e = load_trace(&bad, 512).unwrap_err().0;
+    let e = load_trace(&bad, 512).unwrap_err().to_string();
     assert!(e.contains("bad.jsonl.gz:1:") && e.contains("gzip"), "{e}");
 
     // Truncated gzip stream.
     let trunc = dir.path().join("trunc.jsonl.gz");
     std::fs::write(&trunc, &bytes[..bytes.len() - 10]).unwrap();
-    let e = load_trace(&trunc, 512).unwrap_err().0;
+    let e = load_trace(&trunc, 512).unwrap_err().to_string();
     assert!(e.contains("trunc.jsonl.gz:"), "{e}");
 
     // Invalid UTF-8 on line 2 of a plain file.
@@ -505,7 +505,7 @@ fn gzip_round_trip_and_plain_file() {
     let mut raw = text.lines().next().unwrap().as_bytes().to_vec();
     raw.extend_from_slice(b"\n{\"a\": \"\xff\xfe\"}\n");
     std::fs::write(&bin, raw).unwrap();
-    let e = load_trace(&bin, 512).unwrap_err().0;
+    let e = load_trace(&bin, 512).unwrap_err().to_string();
     assert!(
         e.starts_with(&format!("{}:2: ", bin.display())) && e.contains("UTF-8"),
         "{e}"
@@ -514,11 +514,11 @@ fn gzip_round_trip_and_plain_file() {
     // Missing and empty files.
     let e = load_trace(&dir.path().join("nope.jsonl"), 512)
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("nope.jsonl") && e.contains("cannot open"), "{e}");
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    let e = load_trace(&empty, 512).unwrap_err().0;
+    let e = load_trace(&empty, 512).unwrap_err().to_string();
     assert!(e.contains("no requests"), "{e}");
 }
 
@@ -531,7 +531,7 @@ fn truncated_last_line_is_reported() {
         "{\"timestamp\": 0, \"output_length\": 1, \"hash_ids\": [1]}\n{\"timestamp\": 5, \"output_le",
     )
     .unwrap();
-    let e = load_trace(&p, 512).unwrap_err().0;
+    let e = load_trace(&p, 512).unwrap_err().to_string();
     assert!(e.contains("cut.jsonl:2: invalid JSON"), "{e}");
 }
 
@@ -548,7 +548,7 @@ fn slow_line(line: &str) -> Result<String, String> {
     RowReader { name: "t.jsonl" }
         .slow_row(7, line, &mut ids)
         .map(|row| row_view(row, ids))
-        .map_err(|e| e.0)
+        .map_err(|e| e.to_string())
 }
 
 /// What each fast reader makes of a line (`None` = gives up).
