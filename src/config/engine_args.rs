@@ -128,6 +128,13 @@ impl ParsedEngineArgs {
         &self.timing
     }
 
+    /// The pool's settings without the timing the keys name (DynoSim's polynomial, the KV pool
+    /// as given): what describes a point whose timing cannot be built (a sweep's `invalid`
+    /// point), never what a simulation runs with.
+    pub fn unloaded(&self) -> EngineArgs {
+        self.args.clone()
+    }
+
     /// Loads the timing the args name through `loader` (which resolves the files they name and
     /// shares one model per distinct source): the profile, then AIC's engine (the one slow
     /// step: its compile step) and KV-pool estimate.
@@ -156,7 +163,7 @@ impl ParsedEngineArgs {
         }
         if let Some(b) = blocks {
             if b == 0 || b > super::limits::MAX_NUM_GPU_BLOCKS {
-                return Err(InputError::new(format!(
+                return Err(InputError::unbuildable(format!(
                     "{origin}: key \"aic_backend\" gives a KV pool of {b} blocks from AIC's memory model (the model does not fit, or the pool is too large); set num_gpu_blocks"
                 )));
             }

@@ -24,6 +24,7 @@ use super::record::{
     Status,
 };
 use super::resolve::{ResolvedPoint, Resolver, Verdict, WorkloadSource};
+use super::served;
 use super::spec::{CapacitySearch, Spec};
 use super::{Stop, SweepError, SweepOptions, SweepOutcome};
 use crate::error::InputError;
@@ -236,7 +237,7 @@ impl Ctx<'_> {
                 }),
             );
             r.status = Status::AboveRange;
-            r.reason = if met(&low) {
+            let monotone = if met(&low) {
                 None
             } else {
                 Some(format!(
@@ -247,6 +248,8 @@ impl Ctx<'_> {
                     low.reason.unwrap_or_default()
                 ))
             };
+            r.reason =
+                served::join_reasons([monotone, served::few_requests_note(r.report.as_ref())]);
             return r;
         }
         if !met(&low) {
@@ -289,9 +292,12 @@ impl Ctx<'_> {
             }),
         );
         r.status = Status::Ok;
-        r.reason = hi_rec
-            .reason
-            .map(|why| format!("at {} = {hi}: {why}", s.knob));
+        r.reason = served::join_reasons([
+            served::few_requests_note(r.report.as_ref()),
+            hi_rec
+                .reason
+                .map(|why| format!("at {} = {hi}: {why}", s.knob)),
+        ]);
         r
     }
 }

@@ -65,11 +65,25 @@ pub fn spec_required_metrics(spec: &super::spec::Spec) -> Vec<String> {
     out
 }
 
-/// `all` (sorted metric names) with the `key` metrics first, in their order; each name once.
-/// Key metrics no row has are left out.
+/// `all` (sorted metric names) with the `key` metrics first, in their order, each followed by
+/// its rate per the window (`<key>_window`, what a capped run is ranked on) when there is one;
+/// each name once. Key metrics no row has are left out.
 pub fn ordered_metrics(key: &[String], all: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = key.iter().filter(|k| all.contains(k)).cloned().collect();
-    out.extend(all.iter().filter(|m| !key.contains(m)).cloned());
+    let mut out: Vec<String> = Vec::new();
+    for k in key {
+        let window = format!("{k}{}", super::record::WINDOW_SUFFIX);
+        for m in [k, &window] {
+            if all.contains(m) && !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+    }
+    out.extend(
+        all.iter()
+            .filter(|m| !out.contains(m))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     out
 }
 

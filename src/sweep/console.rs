@@ -8,6 +8,7 @@
 use super::columns::{short_number, short_value, shorten};
 use super::leaderboard::Row;
 use super::record::{Status, CSV_FILE};
+use super::served;
 use super::values::value_text;
 
 /// Terminal width the table fits in when the terminal's is unknown (not a terminal, no
@@ -263,9 +264,11 @@ pub fn top_table(
     let (cols, priority) = columns(&shown, key, required, param_columns);
     let reasons: Vec<String> = shown
         .iter()
-        .map(|r| match r.rec.status {
-            Status::Ok => String::new(),
-            _ => r.rec.reason.clone().unwrap_or_default(),
+        .map(|r| match (r.rec.status, r.rec.reason.as_deref()) {
+            // An ok row's reason is shown only when it warns (other reasons of ok rows are
+            // the duplicate's `same as point N` or a search's bracket).
+            (Status::Ok, Some(why)) if !served::warns(why) => String::new(),
+            (_, why) => why.unwrap_or_default().to_string(),
         })
         .collect();
 

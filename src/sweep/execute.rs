@@ -8,8 +8,8 @@
 //! unit does; the order units finish in never reaches a result except through `points.jsonl`,
 //! whose order does not matter. This module plans nothing, writes no file and prints nothing.
 
-use super::leaderboard::classify;
 use super::record::{PointRecord, Status, StoppedOn};
+use super::served;
 use super::spec::{Bound, Spec};
 use super::SweepError;
 use crate::config::SimConfig;
@@ -112,8 +112,14 @@ pub(crate) fn reuse(
         rec.stopped_on = prev.stopped_on.clone();
         return Some(rec);
     }
+    if prev.status == Status::Stalled && prev.report.is_none() {
+        // The dead end of an uncapped run: nothing to classify, it stalls again.
+        rec.status = Status::Stalled;
+        rec.reason = prev.reason.clone();
+        return Some(rec);
+    }
     rec.report = prev.report.clone();
-    let (status, reason) = classify(&rec, require);
+    let (status, reason) = served::assess(&rec, require);
     rec.status = status;
     rec.reason = reason;
     Some(rec)
@@ -179,10 +185,15 @@ pub(crate) fn run_one(
                     Value::from(rps / gpus as f64),
                 );
             }
+            served::add_window_rates(&mut report, config.max_sim_time_ms, workload.requests.len());
             rec.report = Some(report);
-            let (status, reason) = classify(&rec, &spec.require);
+            let (status, reason) = served::assess(&rec, &spec.require);
             rec.status = status;
             rec.reason = reason;
+        }
+        Ok(Err(e)) if served::is_dead_end(&e.0) => {
+            rec.status = Status::Stalled;
+            rec.reason = Some(format!("stalled: {}", e.0));
         }
         Ok(Err(e)) => {
             rec.status = Status::Failed;

@@ -16,7 +16,8 @@ use std::cmp::Ordering;
 #[derive(Debug, Clone)]
 pub struct Row<'a> {
     pub rec: &'a PointRecord,
-    /// 1-based over `ok` then `infeasible` points; `None` for points that did not run.
+    /// 1-based over `ok`, `infeasible`, `overloaded` then `stalled` points; `None` for points
+    /// that did not run.
     pub rank: Option<u64>,
     /// On the Pareto front (`ok` points only); `None` for points that did not run.
     pub pareto: Option<bool>,
@@ -123,7 +124,8 @@ pub fn pareto_front(recs: &[&PointRecord], objectives: &[Objective]) -> Vec<bool
 }
 
 /// Ranks records: points that meet every bound (`ok`, `above_range`) by `rank_by`, then those
-/// that miss one (`infeasible`, `below_range`) by `rank_by`, then the rest by point id.
+/// that miss one (`infeasible`, `below_range`), then those that did not serve their load
+/// (`overloaded`, then `stalled`), each by `rank_by`; then the rest by point id.
 pub fn rank<'a>(
     records: &'a [PointRecord],
     rank_by: &[Objective],
@@ -168,39 +170,29 @@ pub fn rank_grouped<'a>(
     let mut rows = Vec::with_capacity(records.len());
     for g in &groups {
         let in_group = |r: &&PointRecord| label(r) == *g;
-        let mut ok: Vec<&PointRecord> = by_point
-            .iter()
-            .copied()
-            .filter(in_group)
-            .filter(|r| r.status.feasible() == Some(true))
-            .collect();
-        let mut infeasible: Vec<&PointRecord> = by_point
-            .iter()
-            .copied()
-            .filter(in_group)
-            .filter(|r| r.status.feasible() == Some(false))
-            .collect();
-        ok.sort_by(|a, b| compare(a, b, rank_by));
-        infeasible.sort_by(|a, b| compare(a, b, rank_by));
-        let front = pareto_front(&ok, pareto);
         let mut n = 0u64;
-        for (i, r) in ok.iter().enumerate() {
-            n += 1;
-            rows.push(Row {
-                rec: r,
-                rank: Some(n),
-                pareto: Some(front[i]),
-                group: g.clone(),
-            });
-        }
-        for r in infeasible {
-            n += 1;
-            rows.push(Row {
-                rec: r,
-                rank: Some(n),
-                pareto: Some(false),
-                group: g.clone(),
-            });
+        for tier in 0..=3u8 {
+            let mut ranked: Vec<&PointRecord> = by_point
+                .iter()
+                .copied()
+                .filter(in_group)
+                .filter(|r| r.status.tier() == Some(tier))
+                .collect();
+            ranked.sort_by(|a, b| compare(a, b, rank_by));
+            let front = if tier == 0 {
+                pareto_front(&ranked, pareto)
+            } else {
+                vec![false; ranked.len()]
+            };
+            for (r, on_front) in ranked.into_iter().zip(front) {
+                n += 1;
+                rows.push(Row {
+                    rec: r,
+                    rank: Some(n),
+                    pareto: Some(on_front),
+                    group: g.clone(),
+                });
+            }
         }
     }
     for r in by_point

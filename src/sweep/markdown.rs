@@ -66,9 +66,9 @@ pub fn markdown(rows: &[Row], params: &[String], key: &[String], n: usize) -> St
                 None => short_value(r.report.as_ref().and_then(|rep| rep.get(m.as_str()))),
             });
         }
-        cells.push(match r.status {
-            Status::Ok => String::new(),
-            _ => r.reason.clone().unwrap_or_default(),
+        cells.push(match (r.status, r.reason.as_deref()) {
+            (Status::Ok, Some(why)) if !super::served::warns(why) => String::new(),
+            (_, why) => why.unwrap_or_default().to_string(),
         });
         out.push_str(&format!(
             "| {} |\n",

@@ -9,13 +9,16 @@
 //! probes per point); `execute` (the one executor both use: `Backend`, `run_one`, reuse of
 //! earlier results, early-stop bounds, the rayon pool); `output` (the output folder: prepared
 //! before anything runs, leaderboards written at the end); `record` (points.jsonl and the
-//! folder's files); `leaderboard` (feasibility, ranking, Pareto; CSV/JSON); and `merge`.
+//! folder's files); `served` (whether a simulated point served its load: window-based rates,
+//! `overloaded`/`stalled`, the few-requests note); `leaderboard` (feasibility, ranking, Pareto;
+//! CSV/JSON); and `merge`.
 //! `types` holds the leaves every stage shares (`SweepOptions`, `SweepOutcome`, `SweepError`);
 //! `values` (how values are written as text) is shared too; `columns` orders the
 //! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
 //! table a sweep prints), `markdown` (leaderboard.md), `html` (report.html); `folder` reads a
 //! finished output folder back (`dynosim report`, `compare`).
-//! Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
+//! `inert_axes` warns about axes that cannot change the simulation (AIC keys without
+//! `aic_backend`). Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
 //! plain lines when stderr is not a terminal).
 //! This module owns no simulation logic: it calls `sim::simulate` like `dynosim run` does.
 
@@ -28,6 +31,7 @@ pub(crate) mod expand;
 pub mod folder;
 pub(crate) mod grid;
 pub(crate) mod html;
+pub(crate) mod inert_axes;
 pub(crate) mod leaderboard;
 pub(crate) mod markdown;
 pub mod merge;
@@ -36,6 +40,7 @@ pub(crate) mod progress;
 pub(crate) mod record;
 pub mod resolve;
 pub(crate) mod runner;
+pub(crate) mod served;
 pub mod spec;
 pub(crate) mod types;
 pub mod values;

@@ -198,6 +198,9 @@ pub(crate) fn finish_sweep(
     outcome.count_statuses(&records);
     outcome.output = Some(run.dir.to_path_buf());
     write_leaderboards(run, &records, interrupted, &[])?;
+    for w in super::served::console_warnings(&records) {
+        eprintln!("dynosim: warning: {w}");
+    }
     if !run.quiet {
         println!("{}", outcome.summary());
     }

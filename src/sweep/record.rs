@@ -22,6 +22,23 @@ pub const META_FILE: &str = "sweep.json";
 pub const CSV_FILE: &str = "leaderboard.csv";
 pub const JSON_FILE: &str = "leaderboard.json";
 
+/// The report keys that are rates over the run's duration (DynoSim divides by the time of the
+/// last completion); a capped run also gets each of them per the window, as `<key>_window` (see
+/// `served::add_window_rates`), which [`PointRecord::metric`] reads in their place.
+pub const RATE_KEYS: [&str; 8] = [
+    "request_throughput_rps",
+    "input_throughput_tok_s",
+    "output_throughput_tok_s",
+    "total_throughput_tok_s",
+    "goodput_request_throughput_rps",
+    "goodput_output_throughput_tok_s",
+    "output_throughput_tok_s_per_gpu",
+    "request_throughput_rps_per_gpu",
+];
+
+/// The suffix of a rate per the window.
+pub const WINDOW_SUFFIX: &str = "_window";
+
 /// Outcome of one point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -40,6 +57,12 @@ pub enum Status {
     BelowRange,
     /// Capacity search: meets every bound even at the knob's `high`.
     AboveRange,
+    /// Simulated, but did not keep up with the load: its queue was still growing when the
+    /// window (`max_sim_time_seconds`) ended (see `served`).
+    Overloaded,
+    /// Simulated, but could not make progress: a worker's queued requests can never be
+    /// scheduled (the dead end of `dynosim run`, whether or not a time cap ended the run first).
+    Stalled,
 }
 
 impl Status {
@@ -52,23 +75,32 @@ impl Status {
             Status::Failed => "failed",
             Status::BelowRange => "below_range",
             Status::AboveRange => "above_range",
+            Status::Overloaded => "overloaded",
+            Status::Stalled => "stalled",
         }
     }
 
-    /// Whether the point was simulated (a report, or a proof that it misses a bound).
+    /// Whether the point was simulated (a report, or a proof that it misses a bound or stalls).
     pub fn ran(self) -> bool {
-        matches!(
-            self,
-            Status::Ok | Status::Infeasible | Status::BelowRange | Status::AboveRange
-        )
+        self.tier().is_some()
     }
 
-    /// Whether the point meets every `require` bound (a capacity search: at its capacity).
+    /// Whether the point meets every `require` bound (a capacity search: at its capacity); a
+    /// point that did not serve its load never does.
     pub fn feasible(self) -> Option<bool> {
+        self.tier().map(|t| t == 0)
+    }
+
+    /// Where the point ranks: 0 for points that served the load within every bound (`ok`,
+    /// `above_range`), 1 for those that served it but miss a bound (`infeasible`,
+    /// `below_range`), 2 `overloaded`, 3 `stalled`; `None` for points that did not run.
+    pub fn tier(self) -> Option<u8> {
         match self {
-            Status::Ok | Status::AboveRange => Some(true),
-            Status::Infeasible | Status::BelowRange => Some(false),
-            _ => None,
+            Status::Ok | Status::AboveRange => Some(0),
+            Status::Infeasible | Status::BelowRange => Some(1),
+            Status::Overloaded => Some(2),
+            Status::Stalled => Some(3),
+            Status::Skipped | Status::Invalid | Status::Failed => None,
         }
     }
 }
@@ -155,14 +187,22 @@ impl PointRecord {
 
     /// Value of a metric for ranking: `gpus`, a capacity search's `capacity`,
     /// `capacity_bracket_high` or `probes`, a report key, or a numeric parameter the grid sets
-    /// (non-finite values count as missing).
+    /// (non-finite values count as missing). A throughput or goodput rate of a capped run is
+    /// read per the window (`<key>_window`, see `served::add_window_rates`), not per the time
+    /// of its last completion.
     pub fn metric(&self, key: &str) -> Option<f64> {
         let v = match key {
             "gpus" => self.gpus.map(|g| g as f64),
             "capacity" => self.search.as_ref()?.capacity,
             "capacity_bracket_high" => self.search.as_ref()?.bracket_high,
             "probes" => self.search.as_ref().map(|s| s.probes as f64),
-            _ => match self.report.as_ref().and_then(|r| r.get(key)) {
+            _ => match self.report.as_ref().and_then(|r| {
+                let windowed = RATE_KEYS
+                    .contains(&key)
+                    .then(|| r.get(&format!("{key}{WINDOW_SUFFIX}")))
+                    .flatten();
+                windowed.or_else(|| r.get(key))
+            }) {
                 Some(v) => v.as_f64(),
                 None => self.parameters.get(key)?.as_f64(),
             },

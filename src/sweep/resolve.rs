@@ -120,7 +120,7 @@ pub fn merge_over(base: &mut Map<String, Value>, over: &Map<String, Value>) {
 /// Resolves points of one spec, caching parsed engine and router JSON (grids repeat them).
 pub struct Resolver<'s> {
     spec: &'s Spec,
-    engines: HashMap<String, Result<EngineArgs, InputError>>,
+    engines: HashMap<String, Result<Engine, InputError>>,
     /// Timing models of the sweep, one per distinct source, files relative to the spec.
     timing: TimingLoader,
     routers: HashMap<String, Result<RouterConfig, InputError>>,
@@ -280,6 +280,10 @@ pub fn workload_of(
     }
 }
 
+/// A pool's engine args, and why its timing cannot be built when it cannot (the args are then
+/// unloaded, for the point's record only).
+type Engine = (EngineArgs, Option<String>);
+
 impl<'s> Resolver<'s> {
     pub fn new(spec: &'s Spec) -> Self {
         Resolver {
@@ -290,12 +294,22 @@ impl<'s> Resolver<'s> {
         }
     }
 
-    fn engine(&mut self, obj: &Map<String, Value>, origin: &str) -> Result<EngineArgs, InputError> {
+    /// A pool's engine args, parsed and loaded. A timing model that cannot be built for these
+    /// settings (see [`InputError::is_unbuildable`]) is not a spec error: the args come back
+    /// unloaded with the reason, and the point is `invalid`.
+    fn engine(&mut self, obj: &Map<String, Value>, origin: &str) -> Result<Engine, InputError> {
         let v = Value::Object(obj.clone());
         let key = format!("{origin}\n{}", canonical_json(&v));
         self.engines
             .entry(key)
-            .or_insert_with(|| parse_engine_args(&v, origin).and_then(|a| a.load(&mut self.timing)))
+            .or_insert_with(|| {
+                let parsed = parse_engine_args(&v, origin)?;
+                match parsed.clone().load(&mut self.timing) {
+                    Ok(args) => Ok((args, None)),
+                    Err(e) if e.is_unbuildable() => Ok((parsed.unloaded(), Some(e.to_string()))),
+                    Err(e) => Err(e),
+                }
+            })
             .clone()
     }
 
@@ -356,10 +370,15 @@ impl<'s> Resolver<'s> {
         engine: &Map<String, Value>,
         prefill: &Map<String, Value>,
         decode: &Map<String, Value>,
-    ) -> Result<PoolsInput, InputError> {
-        Ok(match mode {
+    ) -> Result<(PoolsInput, Vec<String>), InputError> {
+        let mut unbuildable = Vec::new();
+        let mut take = |(args, why): Engine| {
+            unbuildable.extend(why);
+            args
+        };
+        let pools = match mode {
             Mode::Aggregated => PoolsInput::Aggregated {
-                engine: self.engine(engine, "engine")?,
+                engine: take(self.engine(engine, "engine")?),
             },
             Mode::Disaggregated => {
                 let pool_args = |pool: &Map<String, Value>, role: &str| {
@@ -376,12 +395,13 @@ impl<'s> Resolver<'s> {
                 };
                 let p_obj = pool_args(prefill, "prefill");
                 let d_obj = pool_args(decode, "decode");
-                PoolsInput::Disaggregated {
-                    prefill: self.engine(&p_obj, "prefill_engine (merged over engine)")?,
-                    decode: self.engine(&d_obj, "decode_engine (merged over engine)")?,
-                }
+                let prefill = take(self.engine(&p_obj, "prefill_engine (merged over engine)")?);
+                let decode = take(self.engine(&d_obj, "decode_engine (merged over engine)")?);
+                PoolsInput::Disaggregated { prefill, decode }
             }
-        })
+        };
+        unbuildable.dedup();
+        Ok((pools, unbuildable))
     }
 
     /// What the AIC engines of the points resolved so far cost (each distinct engine is compiled
@@ -462,7 +482,7 @@ impl<'s> Resolver<'s> {
             }
         }
 
-        let pools = self
+        let (pools, unbuildable) = self
             .pools(mode, &engine, &prefill, &decode)
             .map_err(|e| point_err(&e.to_string()))?;
         let input = TopologyInput {
@@ -489,8 +509,9 @@ impl<'s> Resolver<'s> {
             ));
         }
         let gpus = topology.gpus();
-        let verdict = if !problems.is_empty() {
-            let reasons: Vec<String> = problems.iter().map(|p| SpecKeys.message(p)).collect();
+        let verdict = if !problems.is_empty() || !unbuildable.is_empty() {
+            let mut reasons: Vec<String> = problems.iter().map(|p| SpecKeys.message(p)).collect();
+            reasons.extend(unbuildable);
             Verdict::Invalid(reasons.join("; "))
         } else {
             match spec.max_gpus {

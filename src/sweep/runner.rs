@@ -11,7 +11,7 @@ use super::{Stop, SweepError, SweepOptions, SweepOutcome};
 
 /// Printed for a spec with neither `require` nor `search`.
 pub(crate) const NOTHING_REQUIRED: &str = "dynosim: note: the spec has no `require`, so every \
-    simulated point is `ok` (nothing is required); add bounds such as require: {p99_ttft_ms: \
+    simulated point that served its load is `ok` (nothing is required); add bounds such as require: {p99_ttft_ms: \
     {max: 2000}} to tell deployments that serve the load from those that do not";
 
 /// The whole sweep; `stop` says when to stop starting points (Ctrl-C) and how the process ends
@@ -24,6 +24,9 @@ pub(crate) fn run_with(
     let spec = load_spec(&opts.spec)?;
     let shard = check_shard(opts.shard)?;
     let total = checked_size(&spec, opts.max_points)?;
+    for w in super::inert_axes::warnings(&spec) {
+        eprintln!("dynosim: warning: {w}");
+    }
     if spec.require.is_empty() && spec.search.is_none() && !opts.quiet {
         eprintln!("{NOTHING_REQUIRED}");
     }

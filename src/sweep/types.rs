@@ -74,6 +74,9 @@ pub struct SweepOutcome {
     /// Capacity search: points that miss a bound at the knob's low / meet every bound at its high.
     pub below_range: u64,
     pub above_range: u64,
+    /// Points that did not serve their load: queue still growing at the window's end, or stalled.
+    pub overloaded: u64,
+    pub stalled: u64,
     /// Points taken from an earlier run (`--resume`).
     pub reused: u64,
     /// Points not simulated (interrupted, or a dry run).
@@ -99,6 +102,8 @@ impl SweepOutcome {
                 Status::Failed => &mut self.failed,
                 Status::BelowRange => &mut self.below_range,
                 Status::AboveRange => &mut self.above_range,
+                Status::Overloaded => &mut self.overloaded,
+                Status::Stalled => &mut self.stalled,
             } += 1;
         }
     }
@@ -121,6 +126,12 @@ impl SweepOutcome {
             "{} points: {} ok, {} infeasible, {} skipped, {} invalid, {} failed",
             self.points, self.ok, self.infeasible, self.skipped, self.invalid, self.failed
         );
+        if self.overloaded + self.stalled > 0 {
+            s.push_str(&format!(
+                ", {} overloaded, {} stalled",
+                self.overloaded, self.stalled
+            ));
+        }
         if self.below_range + self.above_range > 0 {
             s.push_str(&format!(
                 ", {} below_range, {} above_range",

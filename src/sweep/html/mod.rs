@@ -226,6 +226,14 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
             count(Status::AboveRange)
         );
     }
+    if count(Status::Overloaded) + count(Status::Stalled) > 0 {
+        let _ = write!(
+            points,
+            ", {} overloaded, {} stalled",
+            count(Status::Overloaded),
+            count(Status::Stalled)
+        );
+    }
     if let Some((k, n)) = page.shard {
         let _ = write!(points, " (shard {k}/{n})");
     }
@@ -583,7 +591,7 @@ fn table_section(out: &mut String, rows: &[Row], params: &[String], spec: &Spec)
         let r = row.rec;
         let class = match (r.status, row.pareto) {
             (_, Some(true)) => "front",
-            (Status::Infeasible, _) => "infeasible",
+            (Status::Infeasible | Status::Overloaded | Status::Stalled, _) => "infeasible",
             _ => "",
         };
         let _ = write!(

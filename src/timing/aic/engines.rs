@@ -185,6 +185,11 @@ fn answer_error(a: &CompileAnswer, what: &str) -> InputError {
              0.11.0's `systems` folder)",
         );
     }
+    // AIC refusing this configuration (a TP size the model's heads do not divide, no memory
+    // left for the KV cache) is about the point, not about the installation or the spec's keys.
+    if matches!(a.kind.as_str(), "compile_failed" | "kv_estimate_failed") {
+        return InputError::unbuildable(msg);
+    }
     InputError::new(msg)
 }
 
