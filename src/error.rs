@@ -41,7 +41,15 @@ impl InputError {
     }
 }
 
-/// An error raised while simulating a (valid) configuration, e.g. the dead-end guard.
+/// An error raised while simulating a (valid) configuration. Callers match on the kind: a sweep
+/// lists a dead end as a `stalled` point and anything else as `failed`.
 #[derive(Debug, Error, Clone, PartialEq)]
-#[error("{0}")]
-pub struct SimError(pub String);
+pub enum SimError {
+    /// The simulation cannot make progress: queued requests that can never be scheduled (DynoSim
+    /// stops the same way). The message names the worker, the time and the cause.
+    #[error("{0}")]
+    DeadEnd(String),
+    /// A configuration the simulator cannot set up (an engine setting it does not model).
+    #[error("{0}")]
+    Unsupported(String),
+}

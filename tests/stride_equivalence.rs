@@ -29,7 +29,7 @@ fn check(args: &str) {
     let (a, b) = match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(ea), Err(eb)) => {
-            assert_eq!(ea.0, eb.0, "dead ends differ: {args}");
+            assert_eq!(ea, eb, "dead ends differ: {args}");
             return;
         }
         (a, b) => panic!("one path failed: {args}: {:?} / {:?}", a.err(), b.err()),

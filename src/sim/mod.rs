@@ -547,7 +547,7 @@ impl<'w> Sim<'w> {
         let w = &self.workers[wi];
         if let Some((req, need)) = w.ranks.iter().find_map(|e| e.oversized()) {
             let e = &w.ranks[0];
-            return SimError(format!(
+            return SimError::DeadEnd(format!(
                 "simulation cannot make progress at t={:.3} ms: on worker {wi} (SGLang) request \
                  {} needs {need} tokens of KV (prompt + output) but the worker holds only {} \
                  (num_gpu_blocks × page_size); DynoSim 1.4.2 stops with a dead end or loops for \
@@ -560,7 +560,7 @@ impl<'w> Sim<'w> {
         if w.ranks[0].events_at_pass_end() {
             let e = &w.ranks[0];
             let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
-            return SimError(format!(
+            return SimError::DeadEnd(format!(
                 "simulation cannot make progress at t={:.3} ms: SGLang worker {wi} has {waiting} \
                  queued request(s) and its KV pool ({} tokens) cannot hold what the running ones \
                  need next (DynoSim 1.4.2 stops or loops for ever here); raise num_gpu_blocks, \
@@ -570,7 +570,7 @@ impl<'w> Sim<'w> {
             ));
         }
         let waiting: usize = w.ranks.iter().map(|e| e.num_waiting()).sum();
-        SimError(format!(
+        SimError::DeadEnd(format!(
             "simulation cannot make progress at t={:.3} ms: worker {wi} has {waiting} queued \
              request(s) that can never be scheduled (DynoSim stops the same way): a preempted \
              request that has grown larger than the KV pool, or a prompt larger than \

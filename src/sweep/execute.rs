@@ -191,9 +191,9 @@ pub(crate) fn run_one(
             rec.status = status;
             rec.reason = reason;
         }
-        Ok(Err(e)) if served::is_dead_end(&e.0) => {
+        Ok(Err(SimError::DeadEnd(message))) => {
             rec.status = Status::Stalled;
-            rec.reason = Some(format!("stalled: {}", e.0));
+            rec.reason = Some(format!("stalled: {message}"));
         }
         Ok(Err(e)) => {
             rec.status = Status::Failed;

@@ -260,12 +260,6 @@ pub fn assess(
     }
 }
 
-/// Whether a simulation error is the dead end of a run that cannot make progress (the
-/// simulator's message for it), which a sweep lists as `stalled`, not `failed`.
-pub fn is_dead_end(message: &str) -> bool {
-    message.starts_with("simulation cannot make progress")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,8 +389,5 @@ mod tests {
         );
         let r = obj(json!({"completed_requests": 100}));
         assert_eq!(few_requests_note(Some(&r)), None);
-        assert!(is_dead_end(
-            "simulation cannot make progress at t=1.000 ms: ..."
-        ));
     }
 }

@@ -81,7 +81,9 @@ fn fake_simulate(
         panic!("boom at seed 666");
     }
     if cfg.seed == 667 {
-        return Err(SimError("dead end: nothing can be scheduled".into()));
+        return Err(SimError::Unsupported(
+            "dead end: nothing can be scheduled".into(),
+        ));
     }
     let gpus = cfg.topology.gpus() as f64;
     let (workers, seqs) = match &cfg.topology {
