@@ -49,7 +49,8 @@ pub enum SimError {
     /// stops the same way). The message names the worker, the time and the cause.
     #[error("{0}")]
     DeadEnd(String),
-    /// A configuration the simulator cannot set up (an engine setting it does not model).
+    /// A configuration the simulator cannot set up (a pool without workers, a block count or
+    /// size out of range).
     #[error("{0}")]
-    Unsupported(String),
+    BadConfig(String),
 }

@@ -26,7 +26,7 @@ impl<'w> Sim<'w> {
         opts: SimOptions,
     ) -> Result<Self, SimError> {
         if let Some(why) = driver::unsupported_release(w, cfg) {
-            return Err(SimError::Unsupported(why.into()));
+            return Err(SimError::BadConfig(why.into()));
         }
         let kv = cfg.router_mode == RouterMode::KvRouter;
         let mut workers = Vec::new();
@@ -167,7 +167,7 @@ fn add_pool(
     seed: u64,
 ) -> Result<Pool, SimError> {
     if n == 0 {
-        return Err(SimError::Unsupported(
+        return Err(SimError::BadConfig(
             "every worker pool needs at least one worker".into(),
         ));
     }
@@ -214,13 +214,13 @@ fn add_pool(
 
 fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
     if args.num_gpu_blocks == 0 || args.num_gpu_blocks > u32::MAX as u64 / 2 {
-        return Err(SimError::Unsupported(format!(
+        return Err(SimError::BadConfig(format!(
             "{what}: num_gpu_blocks must be between 1 and {}",
             u32::MAX / 2
         )));
     }
     if args.block_size == 0 || args.dp_size == 0 {
-        return Err(SimError::Unsupported(format!(
+        return Err(SimError::BadConfig(format!(
             "{what}: block_size and dp_size must be ≥ 1"
         )));
     }

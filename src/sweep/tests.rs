@@ -81,7 +81,7 @@ fn fake_simulate(
         panic!("boom at seed 666");
     }
     if cfg.seed == 667 {
-        return Err(SimError::Unsupported(
+        return Err(SimError::BadConfig(
             "dead end: nothing can be scheduled".into(),
         ));
     }
