@@ -20,6 +20,12 @@ fn write_spec(dir: &Path, text: &str) -> PathBuf {
 
 /// Runs `dynosim sweep SPEC -o OUT` (expecting exit 0); returns leaderboard.json and stderr.
 fn sweep(spec: &Path, out: &Path) -> (Value, String) {
+    let (board, _, stderr) = sweep_with_stdout(spec, out);
+    (board, stderr)
+}
+
+/// As [`sweep`], with the console's stdout too: leaderboard.json, stdout, stderr.
+fn sweep_with_stdout(spec: &Path, out: &Path) -> (Value, String, String) {
     let o = dynosim()
         .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
         .env("COLUMNS", "100")
@@ -30,6 +36,7 @@ fn sweep(spec: &Path, out: &Path) -> (Value, String) {
     let board = std::fs::read_to_string(out.join("leaderboard.json")).unwrap();
     (
         serde_json::from_str(&board).unwrap(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
@@ -151,19 +158,7 @@ fn percentiles_on_few_requests_are_flagged() {
         "workload: {input_tokens: 64, output_tokens: 4, request_count: 40, request_rate: 20}\n\
          grid:\n  workload.request_count: [40, 100]\n",
     );
-    let out = dir.path().join("out");
-    let o = dynosim()
-        .args(["sweep", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
-        .env("COLUMNS", "100")
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let board: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap())
-            .unwrap();
+    let (board, stdout, stderr) = sweep_with_stdout(&spec, &dir.path().join("out"));
     let few = row(&board, 0);
     assert_eq!(few["status"], "ok");
     assert_eq!(
