@@ -19,6 +19,9 @@
 //! Every test uses its own compile cache folder (DYNOSIM_CACHE_DIR) so the counts it checks do
 //! not depend on earlier runs.
 
+mod common;
+
+use common::{have_aic, python};
 use dynosim::timing::TimingLoader;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,30 +29,6 @@ use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> String {
-    std::env::var("DYNOSIM_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Whether the AIC package is importable; without it, a test is skipped (outside CI).
-fn have_aic(test: &str) -> bool {
-    let ok = Command::new(python())
-        .args(["-c", "import aiconfigurator_core"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test}: CI must provide aiconfigurator-core (DYNOSIM_PYTHON={})",
-            python()
-        );
-        eprintln!(
-            "skipped: {test} needs `pip install aiconfigurator-core==0.12.0` (or DYNOSIM_PYTHON)"
-        );
-    }
-    ok
 }
 
 /// AIConfigurator 0.11.0's perf-data folder, if present here.

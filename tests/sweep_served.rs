@@ -4,7 +4,10 @@
 //! others run, an axis that cannot change the simulation is named, and percentiles resting on
 //! few requests are flagged.
 
+mod common;
+
 use assert_cmd::Command;
+use common::have_aic;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -196,31 +199,6 @@ fn an_axis_that_cannot_change_the_simulation_is_named_once() {
     );
     assert!(stderr.contains("only the GPU count changes"), "{stderr}");
     assert_eq!(row(&board, 2)["gpus"], 2);
-}
-
-fn python() -> String {
-    std::env::var("DYNOSIM_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Whether the AIC package is importable (as tests/aic.rs decides); without it the test is
-/// skipped, outside CI.
-fn have_aic(test: &str) -> bool {
-    let ok = std::process::Command::new(python())
-        .args(["-c", "import aiconfigurator_core"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test}: CI must provide aiconfigurator-core (DYNOSIM_PYTHON={})",
-            python()
-        );
-        eprintln!(
-            "skipped: {test} needs `pip install aiconfigurator-core==0.12.0` (or DYNOSIM_PYTHON)"
-        );
-    }
-    ok
 }
 
 /// A TP list with a size Qwen3-32B's 64 heads do not divide runs to the end: that point is
