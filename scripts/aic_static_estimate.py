@@ -23,7 +23,8 @@ What is passed to cli_estimate, per row:
     (meta-llama/Llama-3.1-70B -> meta-llama/Meta-Llama-3.1-70B, zhipuai/GLM-5 -> zai-org/GLM-5);
     no match -> unsupported (cli_estimate would try to download the config).
   - system, backend, mode (agg | disagg), isl, osl, gemm_quant_mode, moe_quant_mode from the row;
-    the KV-cache and attention quantisation are left for cli_estimate to infer.
+    the KV-cache and attention quantisation are left for cli_estimate to infer (`--kvcache-quant`
+    sets the KV cache's for every row instead).
   - backend version: the row's if installed; empty -> AIConfigurator's default for the system and
     backend (what cli_estimate itself picks); not installed -> the newest installed version not
     newer than it, else the oldest installed (a version that does not parse, e.g. `nightly-dev`,
@@ -156,7 +157,7 @@ class Resolver:
         return used, f"{backend} {wanted} not installed; used the nearest installed {used}"
 
 
-def estimate_args(row: dict, resolver: Resolver) -> tuple[dict, dict]:
+def estimate_args(row: dict, resolver: Resolver, kvcache_quant: str | None) -> tuple[dict, dict]:
     """cli_estimate's keyword arguments for a row, and the columns describing them."""
     mode = row["mode"]
     if mode not in ("agg", "disagg"):
@@ -177,6 +178,8 @@ def estimate_args(row: dict, resolver: Resolver) -> tuple[dict, dict]:
         gemm_quant_mode=row["gemm_quant_mode"] or None,
         moe_quant_mode=row["moe_quant_mode"] or None,
     )
+    if kvcache_quant:
+        args["kvcache_quant_mode"] = kvcache_quant
     if mode == "agg":
         sizes = {col: as_int(row, col) for col in ("batch_size", *PARALLEL)}
         if sizes["batch_size"] is None or sizes["tp_size"] is None:
@@ -235,12 +238,12 @@ def fmt(value, digits: int) -> str:
     return "" if value is None or value == "" else f"{value:.{digits}f}"
 
 
-def estimate_rows(rows: list[dict], jobs: int) -> list[dict]:
+def estimate_rows(rows: list[dict], jobs: int, kvcache_quant: str | None) -> list[dict]:
     resolver = Resolver()
     prepared, keys = [], {}
     for row in rows:
         try:
-            args, info = estimate_args(row, resolver)
+            args, info = estimate_args(row, resolver, kvcache_quant)
         except Unsupported as e:
             prepared.append((row, None, {"status": "unsupported", "reason": str(e)}))
             continue
@@ -360,6 +363,11 @@ def main() -> None:
     ap.add_argument("-o", "--output", type=Path, help="per-row results CSV (required with MEASURED)")
     ap.add_argument("--source-prefix", default="", help="keep only rows whose silicon_data_source starts so")
     ap.add_argument("--jobs", type=int, default=1, help="estimate processes (default 1)")
+    ap.add_argument(
+        "--kvcache-quant",
+        metavar="MODE",
+        help="KV-cache quantisation for every row (e.g. fp8, bfloat16; default: cli_estimate infers it)",
+    )
     ap.add_argument("--markdown", action="store_true", help="print the summary as a Markdown table")
     ap.add_argument("--summarize", type=Path, metavar="RESULTS", help="only print the summary of a results CSV")
     args = ap.parse_args()
@@ -380,7 +388,7 @@ def main() -> None:
     if not rows:
         fail(f"{args.measured}: no rows" + (f" with source {args.source_prefix!r}" if args.source_prefix else ""))
     quiet_aic()
-    results = estimate_rows(rows, args.jobs)
+    results = estimate_rows(rows, args.jobs, args.kvcache_quant)
     tmp = args.output.with_name(args.output.name + ".tmp")
     with tmp.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=OUT_COLUMNS, lineterminator="\n")
