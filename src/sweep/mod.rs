@@ -26,6 +26,7 @@ pub(crate) mod archive;
 pub(crate) mod capacity;
 pub(crate) mod columns;
 pub(crate) mod console;
+pub(crate) mod cost;
 pub(crate) mod execute;
 pub(crate) mod expand;
 pub mod folder;
