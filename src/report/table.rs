@@ -235,4 +235,19 @@ mod tests {
         assert!(lines[7].contains(" 3.00 ┃")); // count falls back to num_requests
         assert!(!out.contains("Wall Time"));
     }
+
+    #[test]
+    fn cost_line_only_for_a_priced_report() {
+        let mut r = Report::default();
+        r.set_float("wall_time_ms", 12.0);
+        assert!(!render(&r).contains("Cost"));
+        r.set_float("usd_per_hour", 28.0);
+        assert!(render(&r).ends_with("\nCost (USD): 28.00 per hour"));
+        r.set_float("usd_per_million_output_tokens", 1.234);
+        r.set_float("usd_per_million_requests", 4567.891);
+        assert!(render(&r).ends_with(
+            "\nWall Time (ms): 12.00\nCost (USD): 28.00 per hour, 1.23 per million output tokens, \
+             4,567.89 per million requests"
+        ));
+    }
 }

@@ -87,3 +87,86 @@ pub(super) fn price_report(report: &mut Report, topology: &Topology, prices: &Gp
         report.set_float(k, v);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prices(values: &[&str]) -> Result<Option<GpuPrices>, String> {
+        let v: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+        parse_prices(&v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_bare_price_and_system_prices() {
+        assert_eq!(prices(&[]), Ok(None));
+        assert_eq!(prices(&["2.5"]), Ok(Some(GpuPrices::uniform(2.5))));
+        let p = prices(&["h200_sxm=3.5", "h100_sxm=2.25", "1"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.price(Some("h200_sxm")), Some(3.5));
+        assert_eq!(p.price(Some("h100_sxm")), Some(2.25));
+        assert_eq!(p.price(Some("l40s")), Some(1.0));
+        assert_eq!(p.price(None), Some(1.0));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let expected = "expected a price in USD per GPU-hour (a finite number >= 0), or \
+                        SYSTEM=USD for the GPUs of one aic_system";
+        for v in [
+            "-1",
+            "nan",
+            "inf",
+            "-inf",
+            "abc",
+            "",
+            "h200_sxm=",
+            "h200_sxm=-2",
+            "a=b=c",
+        ] {
+            assert_eq!(
+                prices(&[v]).unwrap_err(),
+                format!("--gpu-hour-usd {v}: {expected}"),
+                "{v}"
+            );
+        }
+        assert_eq!(
+            prices(&["=3"]).unwrap_err(),
+            "--gpu-hour-usd =3: expected SYSTEM=USD with an aic_system name before `=`"
+        );
+        assert_eq!(
+            prices(&["2", "3"]).unwrap_err(),
+            "--gpu-hour-usd 3: a price for every GPU is already given (one bare number; \
+             SYSTEM=USD for the others)"
+        );
+        assert_eq!(
+            prices(&["h200_sxm=2", "h200_sxm=3"]).unwrap_err(),
+            "--gpu-hour-usd h200_sxm=3: h200_sxm already has a price"
+        );
+    }
+
+    #[test]
+    fn every_pool_needs_a_price() {
+        use crate::config::EngineArgs;
+        let t = Topology::Aggregated {
+            num_workers: 2,
+            engine: EngineArgs::default(),
+        };
+        let only_h200 = prices(&["h200_sxm=3"]).unwrap().unwrap();
+        assert_eq!(
+            check_priced(&t, &only_h200).unwrap_err().to_string(),
+            "--gpu-hour-usd: no price for the aggregated pool's GPU (polynomial or NPZ timing, \
+             no aic_system); add a bare --gpu-hour-usd <USD> for every GPU"
+        );
+        assert!(check_priced(&t, &GpuPrices::uniform(2.0)).is_ok());
+        let mut report = Report::default();
+        report.set_float("output_throughput_tok_s", 500.0);
+        report.set_float("request_throughput_rps", 2.0);
+        price_report(&mut report, &t, &GpuPrices::uniform(4.5));
+        // 2 GPUs × $4.5 = $9/hour = $0.0025/s; 500 tokens/s: $5 per million tokens.
+        assert_eq!(report.get("usd_per_hour"), Some(9.0));
+        assert_eq!(report.get("usd_per_million_output_tokens"), Some(5.0));
+        assert_eq!(report.get("usd_per_million_requests"), Some(1250.0));
+    }
+}
