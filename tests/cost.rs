@@ -538,3 +538,28 @@ grid:
         point["report"]["usd_per_million_output_tokens"]
     );
 }
+
+#[test]
+fn the_bundled_cost_sweep_expands_with_every_pool_priced() {
+    if !common::have_aic("the_bundled_cost_sweep_expands_with_every_pool_priced") {
+        return;
+    }
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/cost_per_token.yaml");
+    let o = dynosim()
+        .arg("sweep")
+        .arg(&spec)
+        .arg("--dry-run")
+        .assert()
+        .code(0);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.get_output().stdout),
+        String::from_utf8_lossy(&o.get_output().stderr)
+    );
+    assert!(
+        text.contains("16 points: 16 to run, 0 skipped, 0 invalid"),
+        "{text}"
+    );
+    // Every price is used: no warning about a system no point runs on.
+    assert!(!text.contains("warning"), "{text}");
+}
