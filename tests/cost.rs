@@ -377,6 +377,30 @@ fn run_adds_the_cost_keys_and_a_line_with_the_flag_only() {
             .collect::<Vec<_>>()
     };
     assert_eq!(drop_host(&plain_out).len(), drop_host(&priced_out).len());
+    // `dynosim compare` shows the costs, lower being better.
+    run_report(dir.path(), "cheaper.json", &["--gpu-hour-usd", "1.625"]);
+    let o = dynosim()
+        .arg("compare")
+        .arg(dir.path().join("priced.json"))
+        .arg(dir.path().join("cheaper.json"))
+        .assert()
+        .code(0);
+    let text = String::from_utf8_lossy(&o.get_output().stdout).into_owned();
+    for key in [
+        "usd_per_hour",
+        "usd_per_million_output_tokens",
+        "usd_per_million_requests",
+    ] {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+        assert!(line.ends_with("0.500  -50.0% better"), "{line}");
+    }
+    let o = dynosim()
+        .arg("compare")
+        .arg(dir.path().join("plain.json"))
+        .arg(dir.path().join("plain.json"))
+        .assert()
+        .code(0);
+    assert!(!String::from_utf8_lossy(&o.get_output().stdout).contains("usd_"));
 }
 
 /// `x` as Python's `f"{x:,.2f}"` for the sizes this test meets.
