@@ -399,6 +399,11 @@ pub struct RunArgs {
     /// Seed for router tie-breaking and other choices not seeded by a DynoSim flag.
     #[arg(long, default_value_t = 42, value_name = "N", help_heading = "dynosim")]
     pub seed: u64,
+    /// GPU-hour price in USD: adds usd_per_hour, usd_per_million_output_tokens and
+    /// usd_per_million_requests to the report. A bare number prices every GPU; SYSTEM=USD prices
+    /// the GPUs of pools whose AIC timing names that aic_system (repeat for several).
+    #[arg(long, value_name = "USD|SYSTEM=USD", help_heading = "dynosim")]
+    pub gpu_hour_usd: Vec<String>,
 }
 
 impl RunArgs {

@@ -31,6 +31,10 @@ pub const REPORT_METRICS: &[&str] = &[
     "p99_e2e_latency_ms",
     "mean_output_token_throughput_per_user",
     "prefix_cache_reused_ratio",
+    // Only in reports priced with --gpu-hour-usd.
+    "usd_per_hour",
+    "usd_per_million_output_tokens",
+    "usd_per_million_requests",
 ];
 
 /// Matched points shown per metric of a folder comparison.
@@ -83,7 +87,7 @@ fn read_side(p: &Path) -> Result<Side, InputError> {
 
 /// Whether a higher value of `metric` is better (`None`: neither, e.g. a count or a duration).
 fn higher_is_better(metric: &str) -> Option<bool> {
-    if metric.ends_with("_ms") {
+    if metric.ends_with("_ms") || metric.starts_with("usd_per_") {
         Some(false)
     } else if metric.contains("throughput")
         || metric.ends_with("_rps")

@@ -24,6 +24,9 @@ require: {p99_ttft_ms: {max: 60}}
 rank_by: [max output_throughput_tok_s_per_gpu]
 "#;
 
+/// GPU-hour prices: the sweep gets the cost columns.
+const PRICES: &str = "cost: {gpu_hour_usd: 2.5}\n";
+
 fn sweep(dir: &Path, spec: &str, name: &str) -> PathBuf {
     let spec_path = dir.join(format!("{name}.yaml"));
     std::fs::write(&spec_path, spec).unwrap();
@@ -143,7 +146,8 @@ fn report_renders_in_chromium() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = sweep(dir.path(), SPEC, "out");
+    // Priced, so the page also shows the prices and the cost columns.
+    let out = sweep(dir.path(), &format!("{SPEC}{PRICES}"), "out");
     let html = out.join("report.html");
     let url = format!("file://{}", html.canonicalize().unwrap().display());
 
@@ -208,6 +212,8 @@ fn report_renders_in_chromium() {
         );
     }
     assert!(dom.contains("title=\"point 5: num_workers=4 router_mode=kv_router"));
+    assert!(dom.contains("<dt>GPU-hour prices (USD)</dt><dd>every GPU 2.5</dd>"));
+    assert!(dom.contains("usd_per_million_output_tokens"));
     assert!(
         dom.contains("router_mode kv_router needs more than one worker") || dom.contains("invalid")
     );
@@ -263,7 +269,7 @@ fn csv_opens_in_libreoffice_with_numbers_as_numbers() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = sweep(dir.path(), SPEC, "out");
+    let out = sweep(dir.path(), &format!("{SPEC}{PRICES}"), "out");
     let csv_path = out.join("leaderboard.csv");
     let conv = dir.path().join("conv");
     let o = std::process::Command::new(&bin)
@@ -335,6 +341,14 @@ fn csv_opens_in_libreoffice_with_numbers_as_numbers() {
     let g = header.iter().position(|h| h == "gpus").unwrap();
     assert_eq!(header[g + 1], "output_throughput_tok_s_per_gpu");
     assert_eq!(header[g + 2], "p99_ttft_ms");
+    // The cost columns of a priced sweep are numbers too (checked above with every other).
+    for key in [
+        "usd_per_hour",
+        "usd_per_million_output_tokens",
+        "usd_per_million_requests",
+    ] {
+        assert!(header.iter().any(|h| h == key), "no {key} column");
+    }
 }
 
 #[test]

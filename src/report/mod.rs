@@ -145,6 +145,7 @@ pub struct RequestRecord {
 
 pub(crate) mod accounting;
 pub(crate) mod build;
+pub mod cost;
 pub(crate) mod dates;
 pub(crate) mod gaps;
 pub(crate) mod json;

@@ -150,7 +150,27 @@ pub fn render(report: &Report) -> String {
             lines.push(format!("{label}: {}", format_number(x)));
         }
     }
+    if let Some(line) = cost_line(report) {
+        lines.push(line);
+    }
     lines.join("\n")
+}
+
+/// `Cost (USD): 28.00 per hour, 1.23 per million output tokens, 456.78 per million requests`,
+/// for a report priced with `--gpu-hour-usd` (figures without a rate are left out).
+fn cost_line(report: &Report) -> Option<String> {
+    use super::cost::{USD_PER_HOUR, USD_PER_MILLION_OUTPUT_TOKENS, USD_PER_MILLION_REQUESTS};
+    let per_hour = report.get(USD_PER_HOUR)?;
+    let mut parts = vec![format!("{} per hour", format_number(per_hour))];
+    for (key, what) in [
+        (USD_PER_MILLION_OUTPUT_TOKENS, "per million output tokens"),
+        (USD_PER_MILLION_REQUESTS, "per million requests"),
+    ] {
+        if let Some(x) = report.get(key) {
+            parts.push(format!("{} {what}", format_number(x)));
+        }
+    }
+    Some(format!("Cost (USD): {}", parts.join(", ")))
 }
 
 #[cfg(test)]
@@ -214,5 +234,20 @@ mod tests {
         assert!(lines[4].ends_with(" N/A ┃"));
         assert!(lines[7].contains(" 3.00 ┃")); // count falls back to num_requests
         assert!(!out.contains("Wall Time"));
+    }
+
+    #[test]
+    fn cost_line_only_for_a_priced_report() {
+        let mut r = Report::default();
+        r.set_float("wall_time_ms", 12.0);
+        assert!(!render(&r).contains("Cost"));
+        r.set_float("usd_per_hour", 28.0);
+        assert!(render(&r).ends_with("\nCost (USD): 28.00 per hour"));
+        r.set_float("usd_per_million_output_tokens", 1.234);
+        r.set_float("usd_per_million_requests", 4567.891);
+        assert!(render(&r).ends_with(
+            "\nWall Time (ms): 12.00\nCost (USD): 28.00 per hour, 1.23 per million output tokens, \
+             4,567.89 per million requests"
+        ));
     }
 }

@@ -68,9 +68,12 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<()> {
     // Once loaded, its shareable prompt blocks are counted exactly (unless a quick bound of them
     // fits already), before they are computed.
     check_workload_memory(&workload, &plan.sim, budget, hint).map_err(err)?;
-    let out = crate::sim::simulate(&workload, &plan.sim)?;
+    let mut out = crate::sim::simulate(&workload, &plan.sim)?;
     if let Some(e) = timing_failure(&plan.sim) {
         anyhow::bail!(e);
+    }
+    if let Some(prices) = &plan.gpu_prices {
+        super::price::price_report(&mut out.report, &plan.sim.topology, prices);
     }
 
     // JSONL first: if the main report then fails, the JSONL is removed again, with any folder

@@ -35,6 +35,8 @@ pub struct RunPlan {
     /// Resolved report path (a directory argument already has the timestamped name appended).
     pub report_json: PathBuf,
     pub report_jsonl: Option<PathBuf>,
+    /// `--gpu-hour-usd`: the report gets the cost keys (`crate::report::cost`).
+    pub gpu_prices: Option<crate::report::cost::GpuPrices>,
 }
 
 fn err(msg: impl Into<String>) -> InputError {
@@ -85,6 +87,10 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
 
     if using_trace {
         check_trace_format(args, &topology)?;
+    }
+    let gpu_prices = price::parse_prices(&args.gpu_hour_usd)?;
+    if let Some(prices) = &gpu_prices {
+        price::check_priced(&topology, prices)?;
     }
 
     // Rule 13.
@@ -167,6 +173,7 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         },
         report_json,
         report_jsonl: args.report_jsonl.clone(),
+        gpu_prices,
     })
 }
 
@@ -530,6 +537,7 @@ fn resolve_report_path(arg: Option<&Path>, now: SystemTime) -> PathBuf {
 
 mod execute;
 mod flags;
+mod price;
 #[cfg(test)]
 mod tests;
 

@@ -171,7 +171,7 @@ impl Ctx<'_> {
         if let Some(done) = self
             .previous
             .get(&rec.hash)
-            .and_then(|prev| reuse(rec.clone(), prev, &self.spec.require))
+            .and_then(|prev| reuse(rec.clone(), prev, self.spec, &p.config))
         {
             return (done, true);
         }

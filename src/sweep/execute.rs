@@ -98,8 +98,10 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 pub(crate) fn reuse(
     mut rec: PointRecord,
     prev: &PointRecord,
-    require: &[Bound],
+    spec: &Spec,
+    config: &SimConfig,
 ) -> Option<PointRecord> {
+    let require = &spec.require;
     if let Some(on) = &prev.stopped_on {
         let still = require
             .iter()
@@ -119,6 +121,10 @@ pub(crate) fn reuse(
         return Some(rec);
     }
     rec.report = prev.report.clone();
+    if let Some(report) = rec.report.as_mut() {
+        // Priced under today's `cost` (the prices may have changed since).
+        super::cost::price_report(report, config, spec);
+    }
     let (status, reason) = served::assess(&rec, require);
     rec.status = status;
     rec.reason = reason;
@@ -186,6 +192,7 @@ pub(crate) fn run_one(
                 );
             }
             served::add_window_rates(&mut report, config.max_sim_time_ms, workload.requests.len());
+            super::cost::price_report(&mut report, config, spec);
             rec.report = Some(report);
             let (status, reason) = served::assess(&rec, &spec.require);
             rec.status = status;

@@ -9,7 +9,7 @@ use super::spec::Spec;
 use super::values::value_text;
 use super::SweepError;
 use crate::error::InputError;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// Checks `--shard K/N`.
@@ -69,11 +69,17 @@ pub(crate) fn resolve_points(
     // DynoSim's warnings for odd engine settings (an unknown SGLang `schedule_policy`), once
     // per distinct text over the points this run simulates, on stderr like `dynosim run`'s.
     let mut warned: Vec<String> = Vec::new();
+    // The AIC systems the simulated points run on (for prices no point uses).
+    let mut systems: BTreeSet<String> = BTreeSet::new();
     for id in 0..total {
         let mut p = resolver.resolve(id)?;
         if p.verdict == Verdict::Run {
             let leader = *first.entry(p.identity_key()).or_insert(id);
             p.duplicate_of = (leader != id).then_some(leader);
+            if spec.cost.is_some() {
+                super::cost::check_priced(spec, &p)?;
+                systems.extend(super::cost::systems(&p));
+            }
         }
         if shard.is_none_or(|(k, n)| id % n as u64 == k as u64) {
             if p.verdict == Verdict::Run {
@@ -91,6 +97,11 @@ pub(crate) fn resolve_points(
                 }
             }
             points.push(p);
+        }
+    }
+    if let Some(prices) = &spec.cost {
+        for w in super::cost::unused_prices(prices, &systems) {
+            eprintln!("dynosim: warning: {w}");
         }
     }
     let aic = resolver.aic_stats();

@@ -289,7 +289,7 @@ fn settle(
             Verdict::Run => {
                 let rec = PointRecord::new(&p, &identity, Status::Failed, None);
                 if let Some(prev) = reusable.get(rec.hash.as_str()) {
-                    if let Some(done) = reuse(rec.clone(), prev, &spec.require) {
+                    if let Some(done) = reuse(rec.clone(), prev, spec, &p.config) {
                         settled.push(done);
                         continue;
                     }

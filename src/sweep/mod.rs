@@ -17,6 +17,7 @@
 //! leaderboard's columns and rounds its numbers for people. Outputs for people: `console` (the
 //! table a sweep prints), `markdown` (leaderboard.md), `html` (report.html); `folder` reads a
 //! finished output folder back (`dynosim report`, `compare`).
+//! `cost` checks that every point's GPUs have a price and adds the cost columns (`spec.cost`).
 //! `inert_axes` warns about axes that cannot change the simulation (AIC keys without
 //! `aic_backend`). Around them: `archive` (what `--resume` keeps of earlier runs) and `progress` (the bar, or
 //! plain lines when stderr is not a terminal).
@@ -26,6 +27,7 @@ pub(crate) mod archive;
 pub(crate) mod capacity;
 pub(crate) mod columns;
 pub(crate) mod console;
+pub(crate) mod cost;
 pub(crate) mod execute;
 pub(crate) mod expand;
 pub mod folder;

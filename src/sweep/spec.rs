@@ -17,7 +17,9 @@ use serde_yaml::Value as Yaml;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+mod cost;
 mod search;
+use cost::parse_cost;
 use search::{check_search, parse_search};
 
 /// Keys allowed at the top level of a spec.
@@ -44,6 +46,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "search",
     "group_by",
     "early_stop",
+    "cost",
 ];
 
 /// Workload keys: the `dynosim run` workload flags with underscores.
@@ -96,6 +99,9 @@ pub const HOST_DEPENDENT_METRICS: &[&str] = &[
     "processed_tokens_per_s",
     "processed_output_tokens_per_s",
 ];
+
+/// Report keys that exist only when GPU prices (`cost`) are given.
+pub const COST_METRICS: [&str; 3] = crate::report::cost::COST_KEYS;
 
 /// Report keys that exist only when an SLA (`slo`) is set.
 pub const GOODPUT_METRICS: &[&str] = &[
@@ -340,6 +346,9 @@ pub struct Spec {
     /// `early_stop` (default true): `false` runs every simulation to the end, as
     /// `--no-early-stop` does, so every point has full metrics.
     pub early_stop: bool,
+    /// `cost.gpu_hour_usd`: GPU-hour prices; every simulated point then gets the cost columns
+    /// (`crate::report::cost::COST_KEYS`).
+    pub cost: Option<crate::report::cost::GpuPrices>,
 }
 
 /// The workload keys a capacity search may vary (more load = higher value).
@@ -936,6 +945,15 @@ fn check_metric(
     metrics: &[String],
     has_slo: bool,
 ) -> Result<(), InputError> {
+    if !metrics.iter().any(|m| m == metric) && COST_METRICS.contains(&metric) {
+        return Err(ctx.err(
+            path,
+            format!(
+                "`{metric}` exists only with GPU prices (set cost: {{gpu_hour_usd: <USD per \
+                 GPU-hour>}})"
+            ),
+        ));
+    }
     if !metrics.iter().any(|m| m == metric) {
         let hint = match did_you_mean(metric, metrics.iter().map(|s| s.as_str())) {
             Some(c) => format!("; did you mean `{c}`?"),
@@ -1038,6 +1056,7 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
             }
             "constraints" => spec.max_gpus = parse_constraints(&ctx, v)?.or(spec.max_gpus),
             "slo" => parse_slo(&ctx, v, &mut spec.sla)?,
+            "cost" => spec.cost = Some(parse_cost(&ctx, v)?),
             "require" | "rank_by" | "pareto" | "search" | "group_by" => deferred.push((key, v)),
             "early_stop" => match v {
                 Yaml::Bool(b) => spec.early_stop = *b,
@@ -1056,6 +1075,9 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
         }
     }
     let mut metrics = known_metrics();
+    if spec.cost.is_some() {
+        metrics.extend(COST_METRICS.map(String::from));
+    }
     let has_slo = spec.sla.is_set();
     // The search first: it changes the default ranking and adds its own columns as metrics.
     deferred.sort_by_key(|(k, _)| *k != "search");
@@ -1142,6 +1164,7 @@ fn default_spec(text: &str, file: &Path) -> Spec {
         search: None,
         group_by: Vec::new(),
         early_stop: true,
+        cost: None,
     }
 }
 

@@ -164,6 +164,9 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
     if let Some(g) = spec.max_gpus {
         item("max_gpus", g.to_string());
     }
+    if let Some(prices) = &spec.cost {
+        item("GPU-hour prices (USD)", prices_text(prices));
+    }
     let sla = &spec.sla;
     let slo: Vec<String> = [
         ("ttft_ms", sla.ttft_ms),
@@ -245,6 +248,23 @@ fn question(out: &mut String, rows: &[Row], params: &[String], page: &Page) {
     }
     item("points", points);
     out.push_str("</dl>\n");
+}
+
+/// `h100_sxm 2.25, h200_sxm 3.5, any other GPU 2`, or `every GPU 2.5`.
+fn prices_text(p: &crate::report::cost::GpuPrices) -> String {
+    let mut parts: Vec<String> = p
+        .systems
+        .iter()
+        .map(|(s, usd)| format!("{s} {usd}"))
+        .collect();
+    if let Some(d) = p.default {
+        parts.push(if parts.is_empty() {
+            format!("every GPU {d}")
+        } else {
+            format!("any other GPU {d}")
+        });
+    }
+    parts.join(", ")
 }
 
 /// The chart SVG with an absolutely placed, titled box over each mark.
