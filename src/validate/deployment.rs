@@ -427,6 +427,16 @@ fn from_table(
             "pipeline parallelism (pp_size {pp}) is not simulated"
         ));
     }
+    // DynoSim's refusals of disaggregated pools, found before any AIC engine is compiled for
+    // them (`dynosim run` words the same rules for its flags).
+    if t.pools.len() == 2 && p.backend == "trtllm" {
+        return Err("DynoSim does not simulate TRT-LLM in disaggregated replay".into());
+    }
+    if t.pools.len() == 2 && t.pools.iter().any(|x| x.attention_dp > 1) {
+        return Err(
+            "DynoSim does not simulate attention data parallelism in disaggregated replay".into(),
+        );
+    }
     let model = catalog.model_for(&p.model).ok_or_else(|| {
         format!(
             "model {:?} has no bundled AIC model config (see `dynosim aic list`)",

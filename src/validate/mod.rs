@@ -31,7 +31,10 @@ pub(crate) mod summary;
 
 pub use deployment::{AicCatalog, KvCacheDtype, Recipe};
 pub use output::{run as run_command, ValidateOutcome};
-pub use points::{read_inputs, Deployment, MeasuredPoint, TableDeployment, WorkloadShape};
+pub use points::{
+    read_inputs, Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment,
+    WorkloadShape,
+};
 pub use simulate::{simulate, Validator};
 pub use summary::{summarize, GroupSummary};
 

@@ -105,6 +105,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
     check_output_dir(&args.output_dir)?;
     let points = read_inputs(&args.measured, &flags(args))?;
     let validator = Validator::new(opts.clone())?;
+    validator.check_catalog(&points)?;
     let results = validator.simulate(&points, &Corrections::none());
     let groups = summarize(&points, &results);
     let files = [

@@ -68,6 +68,18 @@ impl Validator {
         self.loader.lock().aic_engines().stats()
     }
 
+    /// Refuses (with the installation hint) when `points` has table rows and AIConfigurator's
+    /// package cannot be asked what it has: nothing of the table could be simulated.
+    pub fn check_catalog(&self, points: &[MeasuredPoint]) -> Result<(), InputError> {
+        if points
+            .iter()
+            .any(|p| matches!(p.deployment, Deployment::Table(_)))
+        {
+            self.catalog().map_err(InputError::new)?;
+        }
+        Ok(())
+    }
+
     /// The installed AIC catalog (asked once); `Err`: why there is none.
     fn catalog(&self) -> Result<AicCatalog, String> {
         let mut c = self.catalog.lock();
