@@ -490,6 +490,7 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
             "--inter-turn-delay-ms",
             args.inter_turn_delay_ms,
         )?,
+        ..SyntheticSpec::default()
     })
 }
 
