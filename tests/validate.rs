@@ -126,8 +126,19 @@ fn table_rows_are_simulated_and_every_row_is_kept() {
     assert_eq!(h200["ttft"]["n"], 3);
     assert!(h200["ttft"]["mean_abs_pct"].as_f64().unwrap() >= 0.0);
 
-    // `dynosim run` with the row's run_command reproduces the prediction exactly.
-    let row = &rows[0];
+    // `dynosim run` with the row's run_command reproduces the prediction exactly. (Fixed
+    // lengths here: `dynosim run` takes --random-range-ratio with i23-workload's run flags.)
+    let fixed = dir.path().join("fixed");
+    let o = dynosim()
+        .args(["validate", data(TABLE).to_str().unwrap(), "--quiet"])
+        .args(["--random-range-ratio", "1", "-o"])
+        .arg(&fixed)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fixed_rows = csv_rows(&fixed.join("validation.csv"));
+    let row = &fixed_rows[0];
+    assert_ne!(row["predicted_ttft_ms"], rows[0]["predicted_ttft_ms"]);
     let report = dir.path().join("r.json");
     let words = shell_words(&row["run_command"]);
     assert_eq!(&words[..2], ["dynosim", "run"]);

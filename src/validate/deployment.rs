@@ -453,7 +453,8 @@ fn from_table(
     // default in AIC.
     let fp4_without_tensor_cores = PRE_BLACKWELL.contains(&p.system.as_str());
     let quant = |q: &str| -> Option<String> {
-        (!q.is_empty() && !(fp4_without_tensor_cores && q.contains("fp4"))).then(|| q.to_string())
+        let dropped = q.is_empty() || (fp4_without_tensor_cores && q.contains("fp4"));
+        (!dropped).then(|| q.to_string())
     };
     let concurrency = p.workload.concurrency.unwrap_or(1);
     let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {

@@ -13,8 +13,8 @@ use crate::run::{plan_with, RunPlan, WorkloadSource};
 use crate::timing::aic::AicStats;
 use crate::timing::TimingLoader;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
 /// Simulates measured points; keeps the AIC engines loaded between calls.
