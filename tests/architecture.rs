@@ -26,6 +26,7 @@ const FLOORS: &[&[&str]] = &[
     &["sweep"],
     &["cli", "compare"],
     &["run"],
+    &["deploy"],
 ];
 
 const MAX_FILE_LINES: usize = 1500;
