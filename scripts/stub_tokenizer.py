@@ -6,6 +6,10 @@ words and punctuation of AIPerf's own prompt corpus, so AIPerf's prompts encode 
 to the same token count. Needs the `tokenizers` package (installed with aiperf).
 
 Usage: stub_tokenizer.py OUTDIR [CORPUS]   (CORPUS: default, AIPerf's shakespeare.txt)
+       stub_tokenizer.py --hf-home HF_HOME [CORPUS]
+The second form writes it into a Hugging Face cache as the model `dynosim/stub-tokenizer`: with
+HF_HOME=HF_HOME and HF_HUB_OFFLINE=1, AIPerf loads it by that name in every one of its processes
+(AIPerf 0.13's worker processes load tokenizers through the cache, not from a folder path).
 """
 import json
 import os
@@ -14,11 +18,23 @@ from pathlib import Path
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    if not args:
         sys.exit(__doc__)
-    out = Path(sys.argv[1])
-    if len(sys.argv) > 2:
-        corpus = Path(sys.argv[2])
+    if args[0] == "--hf-home":
+        if len(args) < 2:
+            sys.exit(__doc__)
+        repo = Path(args[1]) / "hub" / "models--dynosim--stub-tokenizer"
+        rev = "0" * 40
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / "main").write_text(rev)
+        out = repo / "snapshots" / rev
+        args = args[2:]
+    else:
+        out = Path(args[0])
+        args = args[1:]
+    if args:
+        corpus = Path(args[0])
     else:
         import aiperf.dataset.generator as g
         corpus = Path(g.__file__).parent / "assets" / "shakespeare.txt"

@@ -29,6 +29,7 @@ pub fn manifest(plan: &LaunchPlan, opt: &K8sOptions) -> Value {
             "componentType": "frontend",
             "replicas": 1,
             "extraPodSpec": {"mainContainer": {
+                "name": "main",
                 "image": opt.image,
                 "command": ["python3", "-m", "dynamo.frontend"],
                 "args": fe_args,
@@ -54,6 +55,7 @@ pub fn manifest(plan: &LaunchPlan, opt: &K8sOptions) -> Value {
             "envFromSecret": opt.hf_secret,
             "resources": {"requests": {"gpu": gpus}, "limits": {"gpu": gpus}},
             "extraPodSpec": {"mainContainer": {
+                "name": "main",
                 "image": opt.image,
                 "command": ["python3", "-m", p.engine.module()],
                 "args": args,
