@@ -63,8 +63,12 @@ flags below)."
 )]
 pub struct ValidateArgs {
     /// Measured points: table CSVs and/or AIPerf exports.
-    #[arg(value_name = "MEASURED", required = true)]
+    #[arg(value_name = "MEASURED", required_unless_present = "deployment_from")]
     pub measured: Vec<PathBuf>,
+    /// A `dynosim deploy` folder: its AIPerf export (benchmark.sh's) is measured, with the
+    /// deployment flags of its deployment.json (they replace the deployment flags below).
+    #[arg(long, value_name = "OUT")]
+    pub deployment_from: Option<PathBuf>,
     /// Output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
     pub output_dir: PathBuf,

@@ -644,7 +644,9 @@ fn aiperf_sends_the_simulated_workload() {
     );
     assert_eq!(got, want, "AIPerf sent the trace's lengths");
 
-    // A synthetic workload, closed loop.
+    // A synthetic workload, closed loop, the whole round trip: sweep -> deploy -> AIPerf ->
+    // dynosim validate --deployment-from.
+    let started = std::time::Instant::now();
     let out = sweep(SYNTH_SPEC, tmp.path(), "syn");
     let d = tmp.path().join("synd");
     deploy_ok(&[out.to_str().unwrap(), "-o", d.to_str().unwrap()]);
@@ -655,4 +657,60 @@ fn aiperf_sends_the_simulated_workload() {
         dep["simulated"]["num_requests"].as_u64().unwrap()
     );
     assert!(got.iter().all(|&r| r == (300, 12)), "{got:?}");
+    let v = tmp.path().join("validation");
+    let o = dynosim()
+        .args([
+            "validate",
+            "--deployment-from",
+            d.to_str().unwrap(),
+            "-o",
+            v.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "validate: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let round_trip = started.elapsed();
+    let val = json(&v.join("validation.json"));
+    let points = val["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1);
+    let p = &points[0];
+    assert_eq!(p["status"], "ok", "{p}");
+    // validate simulated the deployment and workload deploy wrote, read back from AIPerf's
+    // export and deployment.json: the same simulation as the sweep's point.
+    let sim = &dep["simulated"];
+    assert_eq!(
+        p["predicted"]["completed_requests"],
+        sim["completed_requests"]
+    );
+    assert_eq!(p["predicted"]["ttft_ms"], sim["mean_ttft_ms"], "{p}");
+    assert_eq!(p["predicted"]["tpot_ms"], sim["mean_tpot_ms"], "{p}");
+    assert!(p["measured_ttft_ms"].as_f64().is_some_and(|t| t > 0.0));
+    assert!(round_trip.as_secs() < 120, "round trip took {round_trip:?}");
+    eprintln!("round trip sweep -> deploy -> AIPerf -> validate: {round_trip:?}");
+
+    // --deployment-from without a benchmark run yet, or on a folder deploy did not write.
+    let fresh = tmp.path().join("fresh");
+    deploy_ok(&[out.to_str().unwrap(), "-o", fresh.to_str().unwrap()]);
+    for (dir, expect) in [
+        (&fresh, "no AIPerf export"),
+        (&tmp.path().to_path_buf(), "deployment.json"),
+    ] {
+        let o = dynosim()
+            .args([
+                "validate",
+                "--deployment-from",
+                dir.to_str().unwrap(),
+                "-o",
+                tmp.path().join("v2").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(expect));
+    }
 }
