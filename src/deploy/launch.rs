@@ -274,122 +274,25 @@ fn pool(
             e["router_queue_policy"]
         ));
     }
-    let mut a = Vec::new();
     let kv_events = kv && (prefix || engine == Engine::Sglang);
-    match engine {
-        Engine::Vllm => {
-            push(&mut a, "--model", model);
-            push(&mut a, "--tensor-parallel-size", tp);
-            if dp > 1 {
-                push(&mut a, "--data-parallel-size", dp);
-            }
-            push(&mut a, "--block-size", block);
-            if let Some(s) = seqs {
-                push(&mut a, "--max-num-seqs", s);
-            }
-            if let Some(b) = batched {
-                push(&mut a, "--max-num-batched-tokens", b);
-            }
-            if let Some(l) = model_len {
-                push(&mut a, "--max-model-len", l);
-            }
-            if let Some(b) = blocks {
-                push(&mut a, "--num-gpu-blocks-override", b);
-            }
-            a.push(
-                if prefix {
-                    "--enable-prefix-caching"
-                } else {
-                    "--no-enable-prefix-caching"
-                }
-                .into(),
-            );
-            a.push(
-                if chunked {
-                    "--enable-chunked-prefill"
-                } else {
-                    "--no-enable-chunked-prefill"
-                }
-                .into(),
-            );
-            if role != Role::Aggregated {
-                push(&mut a, "--disaggregation-mode", role.name());
-                push(
-                    &mut a,
-                    "--kv-transfer-config",
-                    r#"{"kv_connector":"NixlConnector","kv_role":"kv_both"}"#,
-                );
-            }
-        }
-        Engine::Sglang => {
-            let sg = &e["sglang"];
-            push(&mut a, "--model-path", model);
-            push(&mut a, "--tp-size", tp);
-            if dp > 1 {
-                push(&mut a, "--dp-size", dp);
-                a.push("--enable-dp-attention".into());
-            }
-            push(&mut a, "--page-size", block);
-            if let Some(s) = seqs {
-                push(&mut a, "--max-running-requests", s);
-            }
-            if let Some(c) = u64_of(sg, "chunked_prefill_size") {
-                push(&mut a, "--chunked-prefill-size", c);
-            }
-            if let Some(m) = u64_of(sg, "max_prefill_tokens") {
-                push(&mut a, "--max-prefill-tokens", m);
-            }
-            if let Some(l) = model_len {
-                push(&mut a, "--context-length", l);
-            }
-            if let Some(b) = blocks {
-                push(&mut a, "--max-total-tokens", b * block);
-            }
-            let policy = match sg["schedule_policy"].as_str() {
-                Some("lpm") => "lpm",
-                _ => "fcfs",
-            };
-            push(&mut a, "--schedule-policy", policy);
-            if let Some(c) = sg["schedule_conservativeness"].as_f64() {
-                push(&mut a, "--schedule-conservativeness", c);
-            }
-            if role != Role::Aggregated {
-                push(&mut a, "--disaggregation-mode", role.name());
-                push(&mut a, "--disaggregation-transfer-backend", "nixl");
-            }
-        }
-        Engine::Trtllm => {
-            if dp > 1 {
-                return Err(no_equivalent(format!(
-                    "TRT-LLM with dp_size {dp} (dynosim's data-parallel ranks; TRT-LLM's attention DP shards differently)"
-                )));
-            }
-            push(&mut a, "--model", model);
-            push(&mut a, "--tensor-parallel-size", tp);
-            push(&mut a, "--kv-block-size", block);
-            if let Some(s) = seqs {
-                push(&mut a, "--max-batch-size", s);
-            }
-            if let Some(b) = batched {
-                push(&mut a, "--max-num-tokens", b);
-            }
-            if let Some(l) = model_len {
-                push(&mut a, "--max-seq-len", l);
-            }
-            let mut kv_cfg = json!({"enable_block_reuse": prefix});
-            if let Some(b) = blocks {
-                kv_cfg["max_tokens"] = json!(b * block);
-            }
-            let over = json!({"enable_chunked_prefill": chunked, "kv_cache_config": kv_cfg});
-            push(&mut a, "--override-engine-args", over);
-            if kv_events {
-                a.push("--publish-kv-events".into());
-            }
-            if role != Role::Aggregated {
-                push(&mut a, "--disaggregation-mode", role.name());
-            }
-        }
-    }
+    let st = Settings {
+        role,
+        tp,
+        dp,
+        block,
+        seqs,
+        batched,
+        model_len,
+        prefix,
+        chunked,
+        blocks,
+        kv_events,
+    };
+    let a = match engine {
+        Engine::Vllm => vllm_args(&st, model),
+        Engine::Sglang => sglang_args(&st, &e["sglang"], model),
+        Engine::Trtllm => trtllm_args(&st, model)?,
+    };
     Ok(PoolPlan {
         role,
         engine,
@@ -399,6 +302,180 @@ fn pool(
         args: a,
         kv_events,
     })
+}
+
+/// The settings of a pool that every engine's flags are built from.
+struct Settings {
+    role: Role,
+    tp: u32,
+    dp: u32,
+    block: u64,
+    seqs: Option<u64>,
+    batched: Option<u64>,
+    model_len: Option<u64>,
+    prefix: bool,
+    chunked: bool,
+    blocks: Option<u64>,
+    kv_events: bool,
+}
+
+/// `python -m dynamo.vllm` flags (vLLM's engine args and Dynamo's).
+fn vllm_args(st: &Settings, model: &str) -> Vec<String> {
+    let Settings {
+        role,
+        tp,
+        dp,
+        block,
+        seqs,
+        batched,
+        model_len,
+        prefix,
+        chunked,
+        blocks,
+        ..
+    } = *st;
+    let mut a = Vec::new();
+    push(&mut a, "--model", model);
+    push(&mut a, "--tensor-parallel-size", tp);
+    if dp > 1 {
+        push(&mut a, "--data-parallel-size", dp);
+    }
+    push(&mut a, "--block-size", block);
+    if let Some(s) = seqs {
+        push(&mut a, "--max-num-seqs", s);
+    }
+    if let Some(b) = batched {
+        push(&mut a, "--max-num-batched-tokens", b);
+    }
+    if let Some(l) = model_len {
+        push(&mut a, "--max-model-len", l);
+    }
+    if let Some(b) = blocks {
+        push(&mut a, "--num-gpu-blocks-override", b);
+    }
+    a.push(
+        if prefix {
+            "--enable-prefix-caching"
+        } else {
+            "--no-enable-prefix-caching"
+        }
+        .into(),
+    );
+    a.push(
+        if chunked {
+            "--enable-chunked-prefill"
+        } else {
+            "--no-enable-chunked-prefill"
+        }
+        .into(),
+    );
+    if role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", role.name());
+        push(
+            &mut a,
+            "--kv-transfer-config",
+            r#"{"kv_connector":"NixlConnector","kv_role":"kv_both"}"#,
+        );
+    }
+    a
+}
+
+/// `python -m dynamo.sglang` flags (SGLang's server args and Dynamo's).
+fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
+    let Settings {
+        role,
+        tp,
+        dp,
+        block,
+        seqs,
+        model_len,
+        blocks,
+        ..
+    } = *st;
+    let mut a = Vec::new();
+    push(&mut a, "--model-path", model);
+    push(&mut a, "--tp-size", tp);
+    if dp > 1 {
+        push(&mut a, "--dp-size", dp);
+        a.push("--enable-dp-attention".into());
+    }
+    push(&mut a, "--page-size", block);
+    if let Some(s) = seqs {
+        push(&mut a, "--max-running-requests", s);
+    }
+    if let Some(c) = u64_of(sg, "chunked_prefill_size") {
+        push(&mut a, "--chunked-prefill-size", c);
+    }
+    if let Some(m) = u64_of(sg, "max_prefill_tokens") {
+        push(&mut a, "--max-prefill-tokens", m);
+    }
+    if let Some(l) = model_len {
+        push(&mut a, "--context-length", l);
+    }
+    if let Some(b) = blocks {
+        push(&mut a, "--max-total-tokens", b * block);
+    }
+    let policy = match sg["schedule_policy"].as_str() {
+        Some("lpm") => "lpm",
+        _ => "fcfs",
+    };
+    push(&mut a, "--schedule-policy", policy);
+    if let Some(c) = sg["schedule_conservativeness"].as_f64() {
+        push(&mut a, "--schedule-conservativeness", c);
+    }
+    if role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", role.name());
+        push(&mut a, "--disaggregation-transfer-backend", "nixl");
+    }
+    a
+}
+
+/// `python -m dynamo.trtllm` flags.
+fn trtllm_args(st: &Settings, model: &str) -> Result<Vec<String>, InputError> {
+    let Settings {
+        role,
+        tp,
+        dp,
+        block,
+        seqs,
+        batched,
+        model_len,
+        prefix,
+        chunked,
+        blocks,
+        kv_events,
+    } = *st;
+    let mut a = Vec::new();
+    if dp > 1 {
+        return Err(no_equivalent(format!(
+            "TRT-LLM with dp_size {dp} (dynosim's data-parallel ranks; TRT-LLM's attention DP shards differently)"
+        )));
+    }
+    push(&mut a, "--model", model);
+    push(&mut a, "--tensor-parallel-size", tp);
+    push(&mut a, "--kv-block-size", block);
+    if let Some(s) = seqs {
+        push(&mut a, "--max-batch-size", s);
+    }
+    if let Some(b) = batched {
+        push(&mut a, "--max-num-tokens", b);
+    }
+    if let Some(l) = model_len {
+        push(&mut a, "--max-seq-len", l);
+    }
+    let mut kv_cfg = json!({"enable_block_reuse": prefix});
+    if let Some(b) = blocks {
+        kv_cfg["max_tokens"] = json!(b * block);
+    }
+    let over = json!({"enable_chunked_prefill": chunked, "kv_cache_config": kv_cfg});
+    push(&mut a, "--override-engine-args", over);
+    if kv_events {
+        a.push("--publish-kv-events".into());
+    }
+    if role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", role.name());
+    }
+    Ok(a)
 }
 
 /// The frontend's flags: router mode and, for the KV router, every setting the point used.

@@ -330,46 +330,7 @@ fn point_target(
         args.push(value_text(v));
     }
 
-    let mut raw_engines = Vec::new();
-    match p.mode {
-        Mode::Aggregated => {
-            let mut e = p.engine.clone();
-            absolute_paths(&mut e, &spec.dir);
-            if !e.is_empty() {
-                args.push("--extra-engine-args".into());
-                args.push(compact(&e));
-            }
-            args.push("--num-workers".into());
-            args.push(p.num_workers.to_string());
-            raw_engines.push(e);
-        }
-        Mode::Disaggregated => {
-            for (obj, role, flag, count_flag, n) in [
-                (
-                    &p.prefill,
-                    "prefill",
-                    "--prefill-engine-args",
-                    "--num-prefill-workers",
-                    p.num_prefill,
-                ),
-                (
-                    &p.decode,
-                    "decode",
-                    "--decode-engine-args",
-                    "--num-decode-workers",
-                    p.num_decode,
-                ),
-            ] {
-                let mut e = pool_object(&p.engine, obj, role);
-                absolute_paths(&mut e, &spec.dir);
-                args.push(flag.into());
-                args.push(compact(&e));
-                args.push(count_flag.into());
-                args.push(n.to_string());
-                raw_engines.push(e);
-            }
-        }
-    }
+    let raw_engines = push_engines(&mut args, &p, &spec.dir);
     args.push("--router-mode".into());
     args.push(p.router_mode.clone());
     let (aic, rest): (Map<String, Value>, Map<String, Value>) = p
@@ -415,22 +376,71 @@ fn point_target(
         status: Some(rec.status.as_str().to_string()),
         rank,
         reason: rec.reason.clone(),
-        require: spec
-            .require
-            .iter()
-            .map(|b| {
-                let mut s = b.metric.clone();
-                if let Some(m) = b.min {
-                    s.push_str(&format!(" >= {m}"));
-                }
-                if let Some(m) = b.max {
-                    s.push_str(&format!(" <= {m}"));
-                }
-                s
-            })
-            .collect(),
+        require: bounds_text(spec),
         rank_by: spec.rank_by.iter().map(|o| o.to_string()).collect(),
     })
+}
+
+/// The engine objects (and worker counts) of a point as `run` flags; returns the objects.
+fn push_engines(args: &mut Vec<String>, p: &PointInputs, dir: &Path) -> Vec<Map<String, Value>> {
+    let mut raw_engines = Vec::new();
+    match p.mode {
+        Mode::Aggregated => {
+            let mut e = p.engine.clone();
+            absolute_paths(&mut e, dir);
+            if !e.is_empty() {
+                args.push("--extra-engine-args".into());
+                args.push(compact(&e));
+            }
+            args.push("--num-workers".into());
+            args.push(p.num_workers.to_string());
+            raw_engines.push(e);
+        }
+        Mode::Disaggregated => {
+            for (obj, role, flag, count_flag, n) in [
+                (
+                    &p.prefill,
+                    "prefill",
+                    "--prefill-engine-args",
+                    "--num-prefill-workers",
+                    p.num_prefill,
+                ),
+                (
+                    &p.decode,
+                    "decode",
+                    "--decode-engine-args",
+                    "--num-decode-workers",
+                    p.num_decode,
+                ),
+            ] {
+                let mut e = pool_object(&p.engine, obj, role);
+                absolute_paths(&mut e, dir);
+                args.push(flag.into());
+                args.push(compact(&e));
+                args.push(count_flag.into());
+                args.push(n.to_string());
+                raw_engines.push(e);
+            }
+        }
+    }
+    raw_engines
+}
+
+/// The spec's `require` bounds as text ("p99_ttft_ms <= 2000").
+fn bounds_text(spec: &Spec) -> Vec<String> {
+    spec.require
+        .iter()
+        .map(|b| {
+            let mut s = b.metric.clone();
+            if let Some(m) = b.min {
+                s.push_str(&format!(" >= {m}"));
+            }
+            if let Some(m) = b.max {
+                s.push_str(&format!(" <= {m}"));
+            }
+            s
+        })
+        .collect()
 }
 
 fn push_sla(args: &mut Vec<String>, sla: &Sla) {
