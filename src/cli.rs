@@ -36,6 +36,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two --report-json reports, or two sweep output directories.
     Compare(CompareArgs),
+    /// Write the Dynamo deployment (Kubernetes, launch script), its AIPerf benchmark and README
+    /// for a sweep's point (default: the winner) or a `dynosim run` report.
+    Deploy(DeployArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.
@@ -60,8 +63,12 @@ flags below)."
 )]
 pub struct ValidateArgs {
     /// Measured points: table CSVs and/or AIPerf exports.
-    #[arg(value_name = "MEASURED", required = true)]
+    #[arg(value_name = "MEASURED", required_unless_present = "deployment_from")]
     pub measured: Vec<PathBuf>,
+    /// A `dynosim deploy` folder: its AIPerf export (benchmark.sh's) is measured, with the
+    /// deployment flags of its deployment.json (they replace the deployment flags below).
+    #[arg(long, value_name = "OUT")]
+    pub deployment_from: Option<PathBuf>,
     /// Output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
     pub output_dir: PathBuf,
@@ -606,6 +613,49 @@ pub struct CompareArgs {
     /// Compared with A: the same kind as A.
     #[arg(value_name = "B")]
     pub b: PathBuf,
+}
+
+/// Arguments of `dynosim deploy`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Writes into OUT: deployment.yaml (a Dynamo 1.4.2 DynamoGraphDeployment), \
+launch.sh (Dynamo's CLI on one machine or as a Slurm job body), benchmark.sh (+ \
+benchmark_trace.jsonl for a trace: the AIPerf 0.13 command replaying the simulated workload), \
+deployment.json (the exact `dynosim run` flags, for `dynosim validate --deployment-from OUT`) and \
+README.md. A report does not record its configuration: give the `dynosim run` flags that wrote it \
+after `--`. Details: docs/deploy.md."
+)]
+pub struct DeployArgs {
+    /// A sweep output folder, or a `dynosim run --report-json` report.
+    #[arg(value_name = "DIR|REPORT")]
+    pub source: PathBuf,
+    /// The sweep point to deploy, by id [default: the point ranked first].
+    #[arg(long, value_name = "N", conflicts_with = "top")]
+    pub point: Option<u64>,
+    /// Deploy the first K points of the ranking, each into OUT/rank-R-point-N/.
+    #[arg(long, value_name = "K")]
+    pub top: Option<usize>,
+    /// Output folder (must not exist, or be empty).
+    #[arg(short = 'o', long = "output-dir", value_name = "OUT", required = true)]
+    pub output_dir: PathBuf,
+    /// The model to serve [default: the point's aic_model_path, else Qwen/Qwen3-0.6B].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Container image of every service [default: Dynamo 1.4.2's runtime image of the engine].
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// metadata.name of the DynamoGraphDeployment [default: dynosim-<sweep>-p<point>].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Kubernetes secret with HF_TOKEN for the model download.
+    #[arg(long, value_name = "NAME", default_value = "hf-token-secret")]
+    pub hf_secret: String,
+    /// Warm-up requests AIPerf sends before measuring (not in the simulation).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_requests: u64,
+    /// For a report: the `dynosim run` flags that wrote it.
+    #[arg(last = true, value_name = "RUN FLAGS")]
+    pub run_flags: Vec<String>,
 }
 
 /// Arguments of `dynosim completions`.

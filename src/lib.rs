@@ -19,6 +19,7 @@
 pub mod cli;
 pub mod compare;
 pub mod config;
+pub mod deploy;
 pub(crate) mod engine;
 pub mod error;
 pub mod report;

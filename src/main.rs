@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => return merge(args),
         Command::Report(args) => report(args),
         Command::Compare(args) => compare(args),
+        Command::Deploy(args) => return deploy(args),
         Command::Completions(args) => {
             let mut cmd = Cli::command();
             clap_complete::generate(args.shell, &mut cmd, "dynosim", &mut std::io::stdout());
@@ -112,6 +113,40 @@ fn report(args: dynosim::cli::ReportArgs) -> anyhow::Result<()> {
 fn compare(args: dynosim::cli::CompareArgs) -> anyhow::Result<()> {
     print!("{}", dynosim::compare::compare(&args.a, &args.b)?);
     Ok(())
+}
+
+fn deploy(args: dynosim::cli::DeployArgs) -> ExitCode {
+    let opt = dynosim::deploy::DeployOptions {
+        source: args.source,
+        point: args.point,
+        top: args.top,
+        output: args.output_dir,
+        model: args.model,
+        image: args.image,
+        name: args.name,
+        hf_secret: args.hf_secret,
+        warmup_requests: args.warmup_requests,
+        run_flags: args.run_flags,
+    };
+    match dynosim::deploy::deploy(&opt) {
+        Ok((dirs, warnings)) => {
+            for w in warnings {
+                eprintln!("dynosim: warning: {w}");
+            }
+            for d in dirs {
+                println!("{}", d.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(dynosim::deploy::DeployError::Input(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn man(args: dynosim::cli::ManArgs) -> anyhow::Result<()> {

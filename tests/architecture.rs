@@ -26,7 +26,7 @@ const FLOORS: &[&[&str]] = &[
     &["sweep"],
     &["cli", "compare"],
     &["run"],
-    &["validate"],
+    &["validate", "deploy"],
 ];
 
 const MAX_FILE_LINES: usize = 1500;

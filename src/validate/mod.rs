@@ -23,6 +23,7 @@
 //! failed), with the reason.
 
 pub(crate) mod deployment;
+pub(crate) mod deployment_from;
 pub(crate) mod html;
 pub(crate) mod output;
 pub(crate) mod points;

@@ -101,6 +101,7 @@ fn check_output_dir(dir: &Path) -> Result<(), InputError> {
 /// Runs `dynosim validate`.
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
     let started = std::time::Instant::now();
+    let args = &super::deployment_from::apply(args)?;
     let opts = options(args)?;
     check_output_dir(&args.output_dir)?;
     let points = read_inputs(&args.measured, &flags(args))?;

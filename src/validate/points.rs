@@ -355,6 +355,38 @@ fn silicon_concurrency(source: &str) -> Option<u32> {
     })
 }
 
+/// AIPerf 0.13 writes `input_config` as datasets and phases (`datasets[0].prompts.isl`,
+/// `phases[kind=profiling].concurrency | rate | requests`, `models.items[0].name`); the reader
+/// follows the flat layout (`input.prompt`, `loadgen`, `endpoint.model_names`). Maps the first
+/// onto the second; a flat `input_config` is returned as it is.
+fn flat_input_config(cfg: &Value) -> Value {
+    let Some(phases) = cfg.get("phases").and_then(Value::as_array) else {
+        return cfg.clone();
+    };
+    let phase = |kind: &str| {
+        phases
+            .iter()
+            .find(|p| p["kind"] == kind)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let (prof, warm) = (phase("profiling"), phase("warmup"));
+    let prompts = &cfg["datasets"][0]["prompts"];
+    serde_json::json!({
+        "input": {"prompt": {
+            "input_tokens": prompts["isl"],
+            "output_tokens": prompts["osl"],
+        }},
+        "loadgen": {
+            "concurrency": prof["concurrency"],
+            "request_rate": prof["rate"],
+            "request_count": prof["requests"],
+            "warmup_request_count": warm["requests"],
+        },
+        "endpoint": {"model_names": [cfg["models"]["items"][0]["name"]]},
+    })
+}
+
 /// Reads an AIPerf export: the measured TTFT and TPOT (AIPerf's inter-token latency, the mean of
 /// `(latency − TTFT)/(output tokens − 1)` per request), the workload from `input_config`.
 pub fn read_aiperf(
@@ -371,6 +403,7 @@ pub fn read_aiperf(
              (profile_export_aiperf.json)"
         )));
     };
+    let cfg = &flat_input_config(cfg);
     let num = |ptr: &str| v.pointer(ptr).and_then(Value::as_f64);
     let cnum = |ptr: &str| cfg.pointer(ptr).and_then(Value::as_f64);
     let key_err = |key: &str, what: &str| InputError::new(format!("{name}: {key}: {what}"));
