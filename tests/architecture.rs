@@ -20,6 +20,7 @@ const FLOORS: &[&[&str]] = &[
     &["timing", "workload"],
     &["workload::formats"],
     &["config"],
+    &["calibrate"],
     &["engine"],
     &["router", "report"],
     &["sim"],
