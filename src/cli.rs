@@ -399,6 +399,10 @@ pub struct RunArgs {
     /// Seed for router tie-breaking and other choices not seeded by a DynoSim flag.
     #[arg(long, default_value_t = 42, value_name = "N", help_heading = "dynosim")]
     pub seed: u64,
+    /// Calibration file (written by `dynosim calibrate`): corrects the pass times of pools with
+    /// AIC timing of a family it holds.
+    #[arg(long, value_name = "FILE", help_heading = "dynosim")]
+    pub calibration: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -464,6 +468,10 @@ pub struct SweepArgs {
     /// Seconds between plain progress lines when stderr is not a terminal (logs, pipes).
     #[arg(long, default_value_t = 5.0, value_name = "S", value_parser = parse_seconds)]
     pub progress_every: f64,
+    /// Calibration file (written by `dynosim calibrate`) applied to every point with AIC timing;
+    /// overrides the spec's `calibration`.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
 }
 
 /// A duration in seconds: finite, >= 0.
