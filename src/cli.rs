@@ -43,6 +43,110 @@ pub enum Command {
     /// AIConfigurator timing: what the installed perf database supports.
     #[command(subcommand)]
     Aic(AicCommand),
+    /// Simulate measured deployments (AIConfigurator's table, AIPerf exports) and compare the
+    /// predicted TTFT and TPOT with the measured ones.
+    #[command(allow_negative_numbers = true)]
+    Validate(Box<ValidateArgs>),
+}
+
+/// Flags of `dynosim validate` (implemented in the validate module; see docs/validation.md).
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Writes into the output directory: validation.csv, validation.json, \
+validation.html. Inputs are detected by content: AIConfigurator's table of measured deployments \
+(CSV with silicon_ttft_ms/silicon_tpot_ms, e.g. aiconfigurator_core/systems/silicon_sample.csv or \
+any subset of its rows), or AIPerf's profile_export_aiperf.json (simulated with the deployment \
+flags below)."
+)]
+pub struct ValidateArgs {
+    /// Measured points: table CSVs and/or AIPerf exports.
+    #[arg(value_name = "MEASURED", required = true)]
+    pub measured: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C).
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    pub prompts_per_concurrency: u32,
+    /// Table rows: input and output lengths uniform in [⌊R·L⌋, L] (the benchmark's
+    /// --random-range-ratio).
+    #[arg(long, default_value_t = 0.8, value_name = "R")]
+    pub random_range_ratio: f64,
+    /// Table rows: KV-cache dtype (auto = as the measured servers ran: fp8 for vLLM and TRT-LLM
+    /// rows with FP8/FP4 weights, the model's default otherwise; model, fp8, bfloat16).
+    #[arg(long, default_value = "auto", value_name = "DTYPE")]
+    pub kv_cache_dtype: String,
+    /// Parallel simulations [default: number of CPUs].
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Seed of every simulated run (--seed and --arrival-seed).
+    #[arg(long, default_value_t = 42, value_name = "N")]
+    pub seed: u64,
+    /// No console summary (errors still go to stderr).
+    #[arg(long)]
+    pub quiet: bool,
+
+    // ---- The deployment of AIPerf exports (as `dynosim run`'s) ----
+    /// Aggregated engine config (MockEngineArgs JSON object).
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub extra_engine_args: Option<String>,
+    /// Disaggregated prefill-pool engine config; must set worker_type=prefill.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub prefill_engine_args: Option<String>,
+    /// Disaggregated decode-pool engine config; must set worker_type=decode.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub decode_engine_args: Option<String>,
+    /// Aggregated worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_workers: i64,
+    /// Disaggregated prefill worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_prefill_workers: i64,
+    /// Disaggregated decode worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_decode_workers: i64,
+    /// Request routing across workers.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "round_robin",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub router_mode: RouterModeArg,
+    /// Partial KvRouterConfig JSON object.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub router_config: Option<String>,
 }
 
 /// `dynosim aic …`.

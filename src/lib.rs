@@ -29,6 +29,7 @@ pub mod signals;
 pub mod sim;
 pub mod sweep;
 pub mod timing;
+pub mod validate;
 pub mod workload;
 
 pub use config::SimConfig;

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         }
         Command::Man(args) => man(args),
         Command::Aic(dynosim::cli::AicCommand::List) => aic_list(),
+        Command::Validate(args) => validate(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -50,6 +51,10 @@ fn aic_list() -> anyhow::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }
+}
+
+fn validate(args: dynosim::cli::ValidateArgs) -> anyhow::Result<()> {
+    dynosim::validate::run_command(&args).map(|_| ())
 }
 
 fn run(args: dynosim::cli::RunArgs) -> anyhow::Result<()> {

@@ -27,6 +27,7 @@ const FLOORS: &[&[&str]] = &[
     &["sweep"],
     &["cli", "compare"],
     &["run"],
+    &["validate"],
 ];
 
 const MAX_FILE_LINES: usize = 1500;

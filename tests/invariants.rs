@@ -154,6 +154,7 @@ fn workload() -> impl Strategy<Value = (Workload, bool)> {
                     shared_prefix_ratio: ratio,
                     num_prefix_groups: groups,
                     inter_turn_delay_ms: delay,
+                    ..SyntheticSpec::default()
                 };
                 let w = generate(&spec, bs).expect("valid synthetic spec");
                 (w, arrival == SyntheticArrival::ClosedLoop)

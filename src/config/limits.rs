@@ -62,8 +62,9 @@ impl WorkloadShape {
     /// The shape of the workload `spec` would generate for engine block size `block_size`,
     /// without generating it.
     pub fn of_synthetic(spec: &SyntheticSpec, block_size: u32) -> Self {
-        let requests = u64::from(spec.request_count) * u64::from(spec.turns_per_session);
-        let input = u64::from(spec.input_tokens);
+        // Warm-up requests included; drawn lengths at their shortest (a floor).
+        let requests = spec.total_requests();
+        let input = u64::from(spec.min_input_tokens());
         let block = u64::from(block_size.max(1));
         let workload_path = spec.turns_per_session > 1
             || spec.shared_prefix_ratio > 0.0
@@ -329,6 +330,7 @@ mod tests {
             shared_prefix_ratio: 0.0,
             num_prefix_groups: 0,
             inter_turn_delay_ms: 0.0,
+            ..SyntheticSpec::default()
         }
     }
 

@@ -49,23 +49,34 @@ pub fn plan(args: &RunArgs) -> Result<RunPlan, InputError> {
 
 /// [`plan`] with the clock used for the default report name made explicit.
 pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
+    // Files named in engine args are relative to the working directory; pools naming the same
+    // timing source share one model.
+    plan_inner(args, now, &mut TimingLoader::default(), true)
+}
+
+/// [`plan_at`] through a caller's `timing` loader: many plans (`dynosim validate`'s points)
+/// share each distinct timing model, AIC engines included, and nothing is printed.
+pub fn plan_with(
+    args: &RunArgs,
+    now: SystemTime,
+    timing: &mut TimingLoader,
+) -> Result<RunPlan, InputError> {
+    plan_inner(args, now, timing, false)
+}
+
+fn plan_inner(
+    args: &RunArgs,
+    now: SystemTime,
+    timing: &mut TimingLoader,
+    print_aic: bool,
+) -> Result<RunPlan, InputError> {
     let using_trace = check_workload_flags(args)?;
 
     // Rule 7: engine args and router config JSON.
-    // Files named in engine args are relative to the working directory; pools naming the same
-    // timing source share one model.
-    let mut timing = TimingLoader::default();
-    let extra = parse_opt_engine_args(&args.extra_engine_args, "--extra-engine-args", &mut timing)?;
-    let prefill = parse_opt_engine_args(
-        &args.prefill_engine_args,
-        "--prefill-engine-args",
-        &mut timing,
-    )?;
-    let decode = parse_opt_engine_args(
-        &args.decode_engine_args,
-        "--decode-engine-args",
-        &mut timing,
-    )?;
+    let extra = parse_opt_engine_args(&args.extra_engine_args, "--extra-engine-args", timing)?;
+    let prefill =
+        parse_opt_engine_args(&args.prefill_engine_args, "--prefill-engine-args", timing)?;
+    let decode = parse_opt_engine_args(&args.decode_engine_args, "--decode-engine-args", timing)?;
     let mut router = match &args.router_config {
         Some(json) => parse_router_config_str(json, "--router-config")?,
         None => RouterConfig::default(),
@@ -75,9 +86,9 @@ pub fn plan_at(args: &RunArgs, now: SystemTime) -> Result<RunPlan, InputError> {
         RouterModeArg::KvRouter => RouterMode::KvRouter,
     };
     // Rule 8: the KV router's AIC prefill-load estimator.
-    attach_router_aic(args, router_mode, &mut router, &mut timing)?;
+    attach_router_aic(args, router_mode, &mut router, timing)?;
     let aic = timing.aic_engines().stats();
-    if aic.loaded > 0 {
+    if print_aic && aic.loaded > 0 {
         eprintln!("{}", aic.summary());
     }
 
@@ -486,6 +497,7 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
             "--inter-turn-delay-ms",
             args.inter_turn_delay_ms,
         )?,
+        ..SyntheticSpec::default()
     })
 }
 

@@ -270,6 +270,7 @@ pub fn workload_of(
                 shared_prefix_ratio: ratio,
                 num_prefix_groups: groups,
                 inter_turn_delay_ms: delay,
+                ..SyntheticSpec::default()
             };
             Ok((
                 WorkloadSource::Synthetic {
@@ -765,6 +766,7 @@ mod tests {
                     shared_prefix_ratio: 0.0,
                     num_prefix_groups: 0,
                     inter_turn_delay_ms: 0.0,
+                    ..SyntheticSpec::default()
                 },
                 block_size: 64,
             }

@@ -7,6 +7,7 @@
 pub(crate) mod blocks;
 pub mod formats;
 mod session_streams;
+pub mod shape;
 pub(crate) mod sharing;
 pub mod synthetic;
 
@@ -85,6 +86,12 @@ pub struct Workload {
     pub warnings: Vec<String>,
     /// Requests released by the end of other requests (agentic traces); empty otherwise.
     pub dependencies: Dependencies,
+    /// The first `warmup_sessions` sessions are warm-up (synthetic `--warmup-request-count`):
+    /// simulated first, under the same load, and left out of every metric; the measured
+    /// sessions are released once all of them have ended, their arrivals counted from then.
+    /// 0 for every trace.
+    #[serde(default)]
+    pub warmup_sessions: u32,
 }
 
 /// Request-level dependencies (spec §2.5, §2.7): a request with dependencies is released

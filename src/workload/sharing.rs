@@ -469,6 +469,7 @@ mod tests {
                 shared_prefix_ratio: ratio,
                 num_prefix_groups: groups,
                 inter_turn_delay_ms: 0.0,
+                ..SyntheticSpec::default()
             };
             for bs in [16, 64, 300] {
                 let w = generate(&spec, bs).unwrap();

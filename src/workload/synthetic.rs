@@ -23,6 +23,8 @@
 //! Arrival speed-up is applied later by the simulator.
 
 use super::blocks::BlockInterner;
+pub use super::shape::{LengthDraw, RangeStyle};
+use super::shape::{LENGTH_STREAM, WARMUP_ARRIVAL_STREAM, WARMUP_GROUP_STREAM};
 use super::{Content, RequestSpec, SessionSpec, Workload};
 use crate::error::InputError;
 use rand::{Rng, SeedableRng};
@@ -53,6 +55,92 @@ pub struct SyntheticSpec {
     pub shared_prefix_ratio: f64,
     pub num_prefix_groups: u32,
     pub inter_turn_delay_ms: f64,
+    /// `--random-range-ratio R`: input and output lengths drawn per request as uniform integers
+    /// in a range given by `random_range_style`; `None` = the fixed lengths above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_range_ratio: Option<f64>,
+    /// `--random-range-style`: `[⌊R·L⌋, L]` (floor, SGLang / InferenceX) or
+    /// `[⌊L·(1−R)⌋, ⌈L·(1+R)⌉]` (symmetric, vLLM). Only used with `random_range_ratio`.
+    #[serde(default, skip_serializing_if = "is_floor")]
+    pub random_range_style: RangeStyle,
+    /// `--input-tokens-stddev` (AIPerf): input lengths normal around `input_tokens` with this
+    /// standard deviation (see [`super::shape`]); 0 = fixed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub input_tokens_stddev: f64,
+    /// `--output-tokens-stddev` (AIPerf): the same for output lengths.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub output_tokens_stddev: f64,
+    /// `--warmup-request-count` (AIPerf): requests simulated before the measured ones, under
+    /// the same load (concurrency or arrival process) and with lengths drawn the same way, left
+    /// out of every metric; the measured phase starts when the last of them has finished.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub warmup_request_count: u32,
+}
+
+fn is_floor(s: &RangeStyle) -> bool {
+    *s == RangeStyle::Floor
+}
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+impl Default for SyntheticSpec {
+    /// One request of one input and one output token in closed loop, arrival seed 42, and
+    /// DynoSim's defaults for everything else (one turn, no sharing, fixed lengths, no warm-up).
+    fn default() -> Self {
+        SyntheticSpec {
+            input_tokens: 1,
+            output_tokens: 1,
+            request_count: 1,
+            arrival: SyntheticArrival::ClosedLoop,
+            arrival_seed: 42,
+            turns_per_session: 1,
+            shared_prefix_ratio: 0.0,
+            num_prefix_groups: 0,
+            inter_turn_delay_ms: 0.0,
+            random_range_ratio: None,
+            random_range_style: RangeStyle::Floor,
+            input_tokens_stddev: 0.0,
+            output_tokens_stddev: 0.0,
+            warmup_request_count: 0,
+        }
+    }
+}
+
+impl SyntheticSpec {
+    /// How input and output lengths are drawn (validated spec).
+    pub fn length_draws(&self) -> (LengthDraw, LengthDraw) {
+        match self.random_range_ratio {
+            Some(r) => (
+                LengthDraw::range(self.input_tokens, r, self.random_range_style),
+                LengthDraw::range(self.output_tokens, r, self.random_range_style),
+            ),
+            None => (
+                LengthDraw::normal(self.input_tokens, self.input_tokens_stddev),
+                LengthDraw::normal(self.output_tokens, self.output_tokens_stddev),
+            ),
+        }
+    }
+
+    /// Whether any request length is drawn rather than fixed.
+    pub fn shapes_lengths(&self) -> bool {
+        let (i, o) = self.length_draws();
+        !matches!((i, o), (LengthDraw::Fixed(_), LengthDraw::Fixed(_)))
+    }
+
+    /// Requests of the generated workload, warm-up included.
+    pub fn total_requests(&self) -> u64 {
+        u64::from(self.request_count) * u64::from(self.turns_per_session)
+            + u64::from(self.warmup_request_count)
+    }
+
+    /// The shortest input a request can get (the fixed input length when lengths are fixed).
+    pub fn min_input_tokens(&self) -> u32 {
+        self.length_draws().0.bounds().0
+    }
 }
 
 /// Seed of the content RNG of the workload path (fixed in DynoSim, independent of the flags).
@@ -63,19 +151,97 @@ const GROUP_PREFIX_TAG: u64 = 0xD00D_0000_0000_0000;
 
 /// Generates the workload. `engine_block_size` is the hash-id block size of the workload path
 /// (spec §3.2: the engine's, the prefill pool's when disaggregated).
+///
+/// With `warmup_request_count = W > 0` the first `W` sessions (`warmup_<k>`, one turn each,
+/// uuids after the measured requests') are the warm-up requests ([`Workload::warmup_sessions`]);
+/// the measured sessions follow with their arrivals and ids unchanged.
 pub fn generate(spec: &SyntheticSpec, engine_block_size: u32) -> Result<Workload, InputError> {
     validate(spec)?;
     let block_size = engine_block_size.max(1);
-    let arrivals = first_arrivals(spec.arrival, spec.request_count, spec.arrival_seed);
+    let arrivals = first_arrivals(spec.arrival, spec.request_count, spec.arrival_seed, 0);
+    let warmup_arrivals = first_arrivals(
+        spec.arrival,
+        spec.warmup_request_count,
+        spec.arrival_seed,
+        WARMUP_ARRIVAL_STREAM,
+    );
+    let plan = Plan {
+        spec,
+        block_size,
+        arrivals,
+        warmup_arrivals,
+        lengths: draw_lengths(spec),
+    };
     let use_workload_path = spec.turns_per_session > 1
         || spec.shared_prefix_ratio > 0.0
         || spec.num_prefix_groups > 0
         || spec.inter_turn_delay_ms > 0.0;
-    if use_workload_path {
-        workload_path(spec, block_size, arrivals)
+    let mut w = if use_workload_path {
+        workload_path(&plan)?
     } else {
-        Ok(simple_path(spec, block_size, arrivals))
+        simple_path(&plan)
+    };
+    w.warmup_sessions = spec.warmup_request_count;
+    Ok(w)
+}
+
+/// What both generation paths share.
+struct Plan<'a> {
+    spec: &'a SyntheticSpec,
+    block_size: u32,
+    /// First-turn arrivals of the measured sessions (`None`: closed loop).
+    arrivals: Option<Vec<f64>>,
+    /// Arrivals of the warm-up requests, from their own stream (relative to the run's start).
+    warmup_arrivals: Option<Vec<f64>>,
+    /// Drawn (input, output) lengths: the measured requests in order, then the warm-up ones;
+    /// `None` when every length is fixed.
+    lengths: Option<Vec<(u32, u32)>>,
+}
+
+impl Plan<'_> {
+    /// Lengths of measured request `i` (position in session-major order).
+    fn measured_lengths(&self, i: u32) -> (u32, u32) {
+        match &self.lengths {
+            Some(l) => l[i as usize],
+            None => (self.spec.input_tokens, self.spec.output_tokens),
+        }
     }
+
+    /// Lengths of warm-up request `k`.
+    fn warmup_lengths(&self, k: u32) -> (u32, u32) {
+        let measured = self.spec.request_count * self.spec.turns_per_session;
+        self.measured_lengths(measured + k)
+    }
+
+    fn warmup_arrival(&self, k: u32) -> Option<f64> {
+        self.warmup_arrivals.as_ref().map(|a| a[k as usize])
+    }
+
+    /// uuid of warm-up request `k`: after every measured request's.
+    fn warmup_uuid(&self, k: u32) -> u64 {
+        u64::from(self.spec.request_count) * u64::from(self.spec.turns_per_session)
+            + u64::from(k)
+            + 1
+    }
+}
+
+/// Every request's (input, output) length from the length stream (see [`super::shape`]):
+/// measured requests first, in order, then warm-up requests; `None` when all are fixed.
+fn draw_lengths(spec: &SyntheticSpec) -> Option<Vec<(u32, u32)>> {
+    if !spec.shapes_lengths() {
+        return None;
+    }
+    let (input, output) = spec.length_draws();
+    let mut rng = ChaCha12Rng::seed_from_u64(spec.arrival_seed);
+    rng.set_stream(LENGTH_STREAM);
+    let n = spec.total_requests() as usize; // validated to fit in u32
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let i = input.sample(&mut rng);
+        let o = output.sample(&mut rng);
+        out.push((i, o));
+    }
+    Some(out)
 }
 
 fn validate(spec: &SyntheticSpec) -> Result<(), InputError> {
@@ -128,16 +294,82 @@ fn validate(spec: &SyntheticSpec) -> Result<(), InputError> {
             "--inter-turn-delay-ms must be a finite number >= 0, got {delay}"
         )));
     }
+    validate_shape(spec)
+}
+
+/// The benchmark-shaped settings: lengths and warm-up.
+fn validate_shape(spec: &SyntheticSpec) -> Result<(), InputError> {
+    if let Some(r) = spec.random_range_ratio {
+        let symmetric = spec.random_range_style == RangeStyle::Symmetric;
+        let ok = if symmetric {
+            (0.0..1.0).contains(&r)
+        } else {
+            (0.0..=1.0).contains(&r)
+        };
+        if !ok {
+            let range = if symmetric {
+                "in [0, 1) with --random-range-style symmetric"
+            } else {
+                "between 0 and 1"
+            };
+            return Err(InputError::new(format!(
+                "--random-range-ratio must be {range}, got {r}"
+            )));
+        }
+    }
+    for (flag, sd) in [
+        ("--input-tokens-stddev", spec.input_tokens_stddev),
+        ("--output-tokens-stddev", spec.output_tokens_stddev),
+    ] {
+        if !(sd.is_finite() && sd >= 0.0) {
+            return Err(InputError::new(format!(
+                "{flag} must be a finite number >= 0, got {sd}"
+            )));
+        }
+        if sd > 0.0 && spec.random_range_ratio.is_some() {
+            return Err(InputError::new(format!(
+                "--random-range-ratio cannot be combined with {flag} (uniform or normal \
+                 lengths: choose one)"
+            )));
+        }
+    }
+    if spec.warmup_request_count > 0 {
+        if spec.turns_per_session > 1 {
+            return Err(InputError::new(format!(
+                "--warmup-request-count cannot be combined with --turns-per-session {} (warm-up \
+                 requests are single requests; multi-turn warm-up is not simulated)",
+                spec.turns_per_session
+            )));
+        }
+        if spec.total_requests() > u64::from(u32::MAX) {
+            return Err(InputError::new(format!(
+                "--request-count + --warmup-request-count must be at most {}, got {} + {}",
+                u32::MAX,
+                spec.request_count,
+                spec.warmup_request_count
+            )));
+        }
+    }
     Ok(())
 }
 
-/// First-turn arrival times in ms (`None` for closed loop). Inputs are validated.
-fn first_arrivals(arrival: SyntheticArrival, count: u32, seed: u64) -> Option<Vec<f64>> {
+/// First-turn arrival times in ms (`None` for closed loop), Poisson gaps drawn from `stream` of
+/// `seed` (0: DynoSim's arrival stream). Inputs are validated.
+fn first_arrivals(
+    arrival: SyntheticArrival,
+    count: u32,
+    seed: u64,
+    stream: u64,
+) -> Option<Vec<f64>> {
     // `Some(rng)` = Poisson with mean gap `gap_ms`; `None` = constant gap `gap_ms`.
     let (mut poisson, gap_ms) = match arrival {
         SyntheticArrival::ClosedLoop => return None,
         SyntheticArrival::PoissonRate(rate) => {
-            (Some(ChaCha12Rng::seed_from_u64(seed)), 1000.0 / rate)
+            let mut rng = ChaCha12Rng::seed_from_u64(seed);
+            if stream != 0 {
+                rng.set_stream(stream);
+            }
+            (Some(rng), 1000.0 / rate)
         }
         // Burst: everything at 0.
         SyntheticArrival::IntervalMs(0.0) => (None, 0.0),
@@ -162,21 +394,23 @@ fn first_arrivals(arrival: SyntheticArrival, count: u32, seed: u64) -> Option<Ve
 }
 
 /// Independent single-turn requests with unique prompts (spec §3.1).
-fn simple_path(spec: &SyntheticSpec, block_size: u32, arrivals: Option<Vec<f64>>) -> Workload {
-    let n = spec.request_count;
-    let mut sessions = Vec::with_capacity(n as usize);
-    let mut requests = Vec::with_capacity(n as usize);
-    for idx in 0..n {
+fn simple_path(plan: &Plan) -> Workload {
+    let n = plan.spec.request_count;
+    let warm = plan.spec.warmup_request_count;
+    let mut sessions = Vec::with_capacity((n + warm) as usize);
+    let mut requests = Vec::with_capacity((n + warm) as usize);
+    let mut push = |id: String, arrival: Option<f64>, uuid: u64, (input, output): (u32, u32)| {
+        let idx = requests.len() as u32;
         sessions.push(SessionSpec {
-            id: format!("request_{}", idx + 1),
-            first_arrival_ms: arrivals.as_ref().map(|a| a[idx as usize]),
+            id,
+            first_arrival_ms: arrival,
             first_request: idx,
             num_turns: 1,
         });
         requests.push(RequestSpec {
-            uuid: u64::from(idx) + 1,
-            input_length: spec.input_tokens,
-            output_length: spec.output_tokens,
+            uuid,
+            input_length: input,
+            output_length: output,
             content: Content::Unique,
             session: idx,
             turn: 0,
@@ -184,69 +418,134 @@ fn simple_path(spec: &SyntheticSpec, block_size: u32, arrivals: Option<Vec<f64>>
             priority: 0,
             strict_priority: 0,
         });
+    };
+    for k in 0..warm {
+        push(
+            format!("warmup_{}", k + 1),
+            plan.warmup_arrival(k),
+            plan.warmup_uuid(k),
+            plan.warmup_lengths(k),
+        );
+    }
+    for idx in 0..n {
+        push(
+            format!("request_{}", idx + 1),
+            plan.arrivals.as_ref().map(|a| a[idx as usize]),
+            u64::from(idx) + 1,
+            plan.measured_lengths(idx),
+        );
     }
     Workload {
         sessions,
         requests,
         block_ids: Vec::new(),
-        trace_block_size: block_size,
+        trace_block_size: plan.block_size,
         num_distinct_blocks: 0,
         flat: true,
         warnings: Vec::new(),
         dependencies: Default::default(),
+        warmup_sessions: 0,
     }
 }
 
-/// Sessions with shared-prefix groups and think time (spec §3.2).
-fn workload_path(
-    spec: &SyntheticSpec,
-    block_size: u32,
-    arrivals: Option<Vec<f64>>,
-) -> Result<Workload, InputError> {
+/// The prompt builder of the workload path: group prefixes and unique blocks, interned.
+struct Prompts {
+    interner: BlockInterner,
+    next_unique: u64,
+    raw: Vec<u64>,
+}
+
+impl Prompts {
+    /// The content of a prompt of `input` tokens in prefix group `group` (validated ratio).
+    fn build(
+        &mut self,
+        plan: &Plan,
+        input: u32,
+        group: Option<u32>,
+    ) -> Result<Content, InputError> {
+        let num_blocks = input.div_ceil(plan.block_size);
+        let ratio = plan.spec.shared_prefix_ratio;
+        let prefix_blocks = ((f64::from(num_blocks) * ratio).round() as u32).min(num_blocks);
+        self.raw.clear();
+        if let Some(g) = group {
+            self.raw.extend(
+                (0..u64::from(prefix_blocks)).map(|b| GROUP_PREFIX_TAG | (u64::from(g) << 32) | b),
+            );
+        }
+        while self.raw.len() < num_blocks as usize {
+            self.raw.push(self.next_unique);
+            self.next_unique += 1;
+        }
+        self.interner
+            .push_prompt(self.raw.iter().copied())
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "synthetic workload too large: {} sessions x {} turns x {} blocks exceeds \
+                     2^32 blocks",
+                    plan.spec.request_count, plan.spec.turns_per_session, num_blocks
+                ))
+            })
+    }
+}
+
+/// Sessions with shared-prefix groups and think time (spec §3.2). A prompt's shared prefix is
+/// `round(blocks × shared_prefix_ratio)` of its own blocks (all prompts have the same length
+/// unless lengths are drawn).
+fn workload_path(plan: &Plan) -> Result<Workload, InputError> {
+    let spec = plan.spec;
     let mut rng = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
-    let num_blocks = spec.input_tokens.div_ceil(block_size);
-    let prefix_blocks =
-        ((f64::from(num_blocks) * spec.shared_prefix_ratio).round() as u32).min(num_blocks);
     let grouped = spec.num_prefix_groups > 0 && spec.shared_prefix_ratio > 0.0;
     let turns = spec.turns_per_session;
-    let total = spec.request_count * turns; // validated to fit in u32
+    let warm = spec.warmup_request_count; // validated: turns == 1 when > 0
+    let total = spec.request_count * turns + warm; // validated to fit in u32
 
-    let mut interner = BlockInterner::default();
-    let mut next_unique: u64 = 1;
-    let mut raw: Vec<u64> = Vec::with_capacity(num_blocks as usize);
-    let mut sessions = Vec::with_capacity(spec.request_count as usize);
-    let mut requests = Vec::with_capacity(total as usize);
-    let too_big = || {
-        InputError::new(format!(
-            "synthetic workload too large: {} sessions x {} turns x {} blocks exceeds 2^32 blocks",
-            spec.request_count, turns, num_blocks
-        ))
+    let mut prompts = Prompts {
+        interner: BlockInterner::default(),
+        next_unique: 1,
+        raw: Vec::with_capacity(spec.input_tokens.div_ceil(plan.block_size) as usize),
     };
+    let mut sessions = Vec::with_capacity((spec.request_count + warm) as usize);
+    let mut requests = Vec::with_capacity(total as usize);
+
+    // Warm-up requests draw their groups from their own stream: the measured sessions' draws
+    // stay DynoSim's.
+    let mut warm_rng = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
+    warm_rng.set_stream(WARMUP_GROUP_STREAM);
+    for k in 0..warm {
+        let group = grouped.then(|| warm_rng.random_range(0..spec.num_prefix_groups));
+        let (input, output) = plan.warmup_lengths(k);
+        let content = prompts.build(plan, input, group)?;
+        sessions.push(SessionSpec {
+            id: format!("warmup_{}", k + 1),
+            first_arrival_ms: plan.warmup_arrival(k),
+            first_request: k,
+            num_turns: 1,
+        });
+        requests.push(RequestSpec {
+            uuid: plan.warmup_uuid(k),
+            input_length: input,
+            output_length: output,
+            content,
+            session: k,
+            turn: 0,
+            delay_after_previous_ms: 0.0,
+            priority: 0,
+            strict_priority: 0,
+        });
+    }
 
     for s in 0..spec.request_count {
         let group = grouped.then(|| rng.random_range(0..spec.num_prefix_groups));
-        let first_request = s * turns;
+        let first_measured = s * turns;
         for turn in 0..turns {
-            raw.clear();
-            if let Some(g) = group {
-                raw.extend(
-                    (0..u64::from(prefix_blocks))
-                        .map(|b| GROUP_PREFIX_TAG | (u64::from(g) << 32) | b),
-                );
-            }
-            while raw.len() < num_blocks as usize {
-                raw.push(next_unique);
-                next_unique += 1;
-            }
-            let content = interner
-                .push_prompt(raw.iter().copied())
-                .ok_or_else(too_big)?;
+            let (input, output) = plan.measured_lengths(first_measured + turn);
+            let content = prompts.build(plan, input, group)?;
             requests.push(RequestSpec {
-                uuid: u64::from(first_request + turn) + 1,
-                input_length: spec.input_tokens,
-                output_length: spec.output_tokens,
+                uuid: u64::from(first_measured + turn) + 1,
+                input_length: input,
+                output_length: output,
                 content,
-                session: s,
+                session: warm + s,
                 turn,
                 delay_after_previous_ms: if turn == 0 {
                     0.0
@@ -259,22 +558,23 @@ fn workload_path(
         }
         sessions.push(SessionSpec {
             id: format!("session_{s}"),
-            first_arrival_ms: arrivals.as_ref().map(|a| a[s as usize]),
-            first_request,
+            first_arrival_ms: plan.arrivals.as_ref().map(|a| a[s as usize]),
+            first_request: warm + first_measured,
             num_turns: turns,
         });
     }
 
-    let num_distinct_blocks = interner.num_distinct();
+    let num_distinct_blocks = prompts.interner.num_distinct();
     Ok(Workload {
         sessions,
         requests,
-        block_ids: interner.block_ids,
-        trace_block_size: block_size,
+        block_ids: prompts.interner.block_ids,
+        trace_block_size: plan.block_size,
         num_distinct_blocks,
         flat: turns == 1,
         warnings: Vec::new(),
         dependencies: Default::default(),
+        warmup_sessions: 0,
     })
 }
 
@@ -293,6 +593,7 @@ mod tests {
             shared_prefix_ratio: 0.0,
             num_prefix_groups: 0,
             inter_turn_delay_ms: 0.0,
+            ..SyntheticSpec::default()
         }
     }
 
@@ -685,6 +986,268 @@ mod tests {
         for (s, flag) in cases {
             let e = generate(&s, 64).unwrap_err().to_string();
             assert!(e.contains(flag), "{e:?} should name {flag}");
+        }
+    }
+
+    fn lengths(w: &Workload) -> Vec<(u32, u32)> {
+        w.requests
+            .iter()
+            .map(|r| (r.input_length, r.output_length))
+            .collect()
+    }
+
+    #[test]
+    fn range_ratio_draws_lengths_without_moving_arrivals() {
+        let mut s = spec(SyntheticArrival::PoissonRate(5.0));
+        s.request_count = 2000;
+        s.input_tokens = 1024;
+        s.output_tokens = 100;
+        let fixed = generate(&s, 64).unwrap();
+        s.random_range_ratio = Some(0.8);
+        let a = generate(&s, 64).unwrap();
+        assert_eq!(a, generate(&s, 64).unwrap(), "deterministic");
+        assert_eq!(arrivals(&a), arrivals(&fixed), "arrivals unchanged");
+        let l = lengths(&a);
+        assert!(l
+            .iter()
+            .all(|&(i, o)| (819..=1024).contains(&i) && (80..=100).contains(&o)));
+        let mean_in = l.iter().map(|x| f64::from(x.0)).sum::<f64>() / 2000.0;
+        assert!((mean_in - 921.5).abs() < 3.0, "{mean_in}");
+        assert!(l.iter().any(|x| x.0 == 819) && l.iter().any(|x| x.0 == 1024));
+        // Same draws whatever the arrival process: the length stream is its own.
+        s.arrival = SyntheticArrival::ClosedLoop;
+        assert_eq!(lengths(&generate(&s, 64).unwrap()), l);
+        // Another seed, other lengths.
+        s.arrival_seed = 7;
+        assert_ne!(lengths(&generate(&s, 64).unwrap()), l);
+        // Symmetric: [floor(1024*0.9), ceil(1024*1.1)] = [921, 1127].
+        s.random_range_style = RangeStyle::Symmetric;
+        s.random_range_ratio = Some(0.1);
+        let l = lengths(&generate(&s, 64).unwrap());
+        // Output: [floor(100*0.9), ceil(100*1.1)] = [90, 111], as vLLM computes it in floating
+        // point (100 * 1.1 = 110.00000000000001).
+        assert!(l
+            .iter()
+            .all(|&(i, o)| (921..=1127).contains(&i) && (90..=111).contains(&o)));
+        assert!(l.iter().any(|x| x.0 > 1024));
+    }
+
+    #[test]
+    fn ratio_one_and_zero_stddev_are_todays_workload() {
+        let base = spec(SyntheticArrival::PoissonRate(3.0));
+        let fixed = generate(&base, 64).unwrap();
+        for s in [
+            SyntheticSpec {
+                random_range_ratio: Some(1.0),
+                ..base.clone()
+            },
+            SyntheticSpec {
+                random_range_ratio: Some(0.0),
+                random_range_style: RangeStyle::Symmetric,
+                ..base.clone()
+            },
+            SyntheticSpec {
+                input_tokens_stddev: 0.0,
+                output_tokens_stddev: 0.0,
+                ..base.clone()
+            },
+        ] {
+            assert!(!s.shapes_lengths());
+            assert_eq!(generate(&s, 64).unwrap(), fixed);
+        }
+    }
+
+    #[test]
+    fn normal_lengths_have_the_mean_and_are_positive() {
+        let mut s = spec(SyntheticArrival::ClosedLoop);
+        s.request_count = 20_000;
+        s.input_tokens = 500;
+        s.output_tokens = 20;
+        s.input_tokens_stddev = 50.0;
+        s.output_tokens_stddev = 30.0; // often below 0: truncated, at least 1
+        let l = lengths(&generate(&s, 64).unwrap());
+        let mean_in = l.iter().map(|x| f64::from(x.0)).sum::<f64>() / 20_000.0;
+        assert!((mean_in - 500.5).abs() < 1.5, "{mean_in}");
+        assert!(l.iter().all(|x| x.1 >= 1));
+        assert!(l.iter().any(|x| x.1 > 60));
+        // Only the output drawn: inputs all 500.
+        s.input_tokens_stddev = 0.0;
+        assert!(lengths(&generate(&s, 64).unwrap())
+            .iter()
+            .all(|x| x.0 == 500));
+    }
+
+    #[test]
+    fn drawn_lengths_shape_the_workload_path_blocks() {
+        let mut s = spec(SyntheticArrival::IntervalMs(10.0));
+        s.request_count = 50;
+        s.turns_per_session = 2;
+        s.input_tokens = 1000;
+        s.num_prefix_groups = 2;
+        s.shared_prefix_ratio = 0.5;
+        s.random_range_ratio = Some(0.5);
+        let w = generate(&s, 64).unwrap();
+        let mut first_blocks = std::collections::HashMap::new();
+        for r in &w.requests {
+            assert!((500..=1000).contains(&r.input_length));
+            let blocks = w.blocks_of(r);
+            let n = r.input_length.div_ceil(64) as usize;
+            assert_eq!(blocks.len(), n);
+            // Its prefix is round(n/2) blocks of its group's prefix, shared by the whole group.
+            let p = (n as f64 * 0.5).round() as usize;
+            first_blocks
+                .entry(blocks[0])
+                .or_insert_with(Vec::new)
+                .push(blocks[..p].to_vec());
+        }
+        assert!(first_blocks.len() <= 2);
+        for prefixes in first_blocks.values() {
+            let shortest = prefixes.iter().map(Vec::len).min().unwrap();
+            assert!(prefixes
+                .iter()
+                .all(|p| p[..shortest] == prefixes[0][..shortest]));
+        }
+    }
+
+    #[test]
+    fn warmup_requests_come_first_and_leave_the_measured_ones_unchanged() {
+        for arrival in [
+            SyntheticArrival::ClosedLoop,
+            SyntheticArrival::PoissonRate(2.0),
+            SyntheticArrival::IntervalMs(100.0),
+        ] {
+            let mut s = spec(arrival);
+            s.request_count = 6;
+            s.random_range_ratio = Some(0.8);
+            let measured = generate(&s, 64).unwrap();
+            s.warmup_request_count = 3;
+            let w = generate(&s, 64).unwrap();
+            assert_eq!(w.warmup_sessions, 3);
+            assert_eq!(measured.warmup_sessions, 0);
+            assert_eq!(w.sessions.len(), 9);
+            assert_eq!(w.requests.len(), 9);
+            let ids: Vec<&str> = w.sessions.iter().map(|s| s.id.as_str()).collect();
+            assert_eq!(&ids[..3], ["warmup_1", "warmup_2", "warmup_3"]);
+            let uuids: Vec<u64> = w.requests.iter().map(|r| r.uuid).collect();
+            assert_eq!(uuids, [7, 8, 9, 1, 2, 3, 4, 5, 6]);
+            // The measured part: same arrivals, lengths and ids as without warm-up.
+            assert_eq!(&w.sessions[3..], &shifted(&measured, 3).sessions[..]);
+            assert_eq!(lengths(&w)[3..], lengths(&measured)[..]);
+            // Warm-up arrivals follow the same process (own stream), from 0.
+            match arrival {
+                SyntheticArrival::ClosedLoop => {
+                    assert!(arrivals(&w)[..3].iter().all(Option::is_none))
+                }
+                SyntheticArrival::IntervalMs(_) => {
+                    assert_eq!(arrivals(&w)[..3], [Some(0.0), Some(100.0), Some(200.0)])
+                }
+                SyntheticArrival::PoissonRate(_) => {
+                    let a = arrivals(&w);
+                    assert_eq!(a[0], Some(0.0));
+                    assert!(a[1].unwrap() > 0.0 && a[2] > a[1]);
+                    assert_ne!(a[1], arrivals(&measured)[1]);
+                }
+            }
+            assert!(w.requests[..3]
+                .iter()
+                .all(|r| (819..=1000).contains(&r.input_length)));
+        }
+        // Workload path: warm-up prompts take group prefixes too, measured draws unchanged.
+        let mut s = spec(SyntheticArrival::ClosedLoop);
+        s.request_count = 10;
+        s.num_prefix_groups = 3;
+        s.shared_prefix_ratio = 1.0;
+        s.input_tokens = 64;
+        let measured = generate(&s, 64).unwrap();
+        s.warmup_request_count = 4;
+        let w = generate(&s, 64).unwrap();
+        let same_group = |w: &Workload, a: usize, b: usize| {
+            w.blocks_of(&w.requests[a]) == w.blocks_of(&w.requests[b])
+        };
+        for a in 0..10 {
+            for b in 0..10 {
+                assert_eq!(same_group(&w, a + 4, b + 4), same_group(&measured, a, b));
+            }
+        }
+        assert!((0..4).any(|k| (4..14).any(|m| same_group(&w, k, m))));
+    }
+
+    /// `w` with its session and request indices moved up by `k` (as after `k` warm-up sessions).
+    fn shifted(w: &Workload, k: u32) -> Workload {
+        let mut w = w.clone();
+        for s in &mut w.sessions {
+            s.first_request += k;
+        }
+        w
+    }
+
+    #[test]
+    fn shape_validation_names_the_flag() {
+        let base = spec(SyntheticArrival::ClosedLoop);
+        let cases: Vec<(SyntheticSpec, &str)> = vec![
+            (
+                SyntheticSpec {
+                    random_range_ratio: Some(1.5),
+                    ..base.clone()
+                },
+                "--random-range-ratio must be between 0 and 1, got 1.5",
+            ),
+            (
+                SyntheticSpec {
+                    random_range_ratio: Some(f64::NAN),
+                    ..base.clone()
+                },
+                "--random-range-ratio must be between 0 and 1, got NaN",
+            ),
+            (
+                SyntheticSpec {
+                    random_range_ratio: Some(1.0),
+                    random_range_style: RangeStyle::Symmetric,
+                    ..base.clone()
+                },
+                "--random-range-ratio must be in [0, 1) with --random-range-style symmetric",
+            ),
+            (
+                SyntheticSpec {
+                    input_tokens_stddev: -1.0,
+                    ..base.clone()
+                },
+                "--input-tokens-stddev must be a finite number >= 0, got -1",
+            ),
+            (
+                SyntheticSpec {
+                    output_tokens_stddev: f64::INFINITY,
+                    ..base.clone()
+                },
+                "--output-tokens-stddev must be a finite number >= 0, got inf",
+            ),
+            (
+                SyntheticSpec {
+                    random_range_ratio: Some(0.5),
+                    output_tokens_stddev: 3.0,
+                    ..base.clone()
+                },
+                "--random-range-ratio cannot be combined with --output-tokens-stddev",
+            ),
+            (
+                SyntheticSpec {
+                    warmup_request_count: 2,
+                    turns_per_session: 2,
+                    ..base.clone()
+                },
+                "--warmup-request-count cannot be combined with --turns-per-session 2",
+            ),
+            (
+                SyntheticSpec {
+                    warmup_request_count: u32::MAX,
+                    ..base.clone()
+                },
+                "--request-count + --warmup-request-count must be at most",
+            ),
+        ];
+        for (s, want) in cases {
+            let e = generate(&s, 64).unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} should contain {want:?}");
         }
     }
 }

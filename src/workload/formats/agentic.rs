@@ -163,6 +163,7 @@ impl AgenticBuilder {
             flat: true,
             warnings: Vec::new(),
             dependencies: Dependencies::from_waits(&waits),
+            warmup_sessions: 0,
         })
     }
 }

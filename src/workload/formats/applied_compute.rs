@@ -255,6 +255,7 @@ impl<'a> Builder<'a> {
             flat,
             warnings: Vec::new(),
             dependencies: Default::default(),
+            warmup_sessions: 0,
         })
     }
 }

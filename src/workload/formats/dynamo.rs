@@ -193,6 +193,7 @@ fn independent(
         flat: true,
         warnings: Vec::new(),
         dependencies: Default::default(),
+        warmup_sessions: 0,
     })
 }
 

@@ -351,6 +351,7 @@ impl<'a> TraceBuilder<'a> {
             flat,
             warnings,
             dependencies: Default::default(),
+            warmup_sessions: 0,
         })
     }
 }

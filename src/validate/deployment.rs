@@ -1,0 +1,501 @@
+//! A measured point -> the `dynosim run` invocation that simulates it ([`Recipe`]): the
+//! engine-args JSON of its pools and its workload flags.
+//!
+//! For a table row the deployment is built from the row, as the measured servers ran:
+//! * AIC timing with the row's system, backend and parallelism (TP, attention DP, MoE TP/EP per
+//!   pool) and its GEMM/MoE quantisation; the engine type is the backend;
+//! * the model's Hugging Face name mapped onto a bundled AIC model config
+//!   ([`AicCatalog::model_for`]), the backend version onto an installed perf database
+//!   ([`AicCatalog::version_for`]);
+//! * prefix caching off, `max_num_batched_tokens` 8192 and `max_num_seqs` = the concurrency (the
+//!   benchmark servers' `--no-enable-prefix-caching --max-num-batched-tokens 8192
+//!   --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
+//!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
+//! * the KV-cache dtype of [`KvCacheDtype`].
+//!
+//! Points read with the command line's deployment flags (AIPerf exports) take them as given.
+
+use super::points::{Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment};
+use super::{Correction, Options};
+use crate::cli::{Cli, Command, RouterModeArg, RunArgs};
+use crate::error::InputError;
+use clap::Parser;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// The KV-cache dtype of table rows (`--kv-cache-dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvCacheDtype {
+    /// As the measured deployments ran: FP8 for vLLM and TRT-LLM rows with FP8 or FP4 weights
+    /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`), the
+    /// model's default (BF16 unless its checkpoint says otherwise) for every other row.
+    #[default]
+    Auto,
+    /// AIC's default for the model (its checkpoint's KV quantisation, else BF16).
+    Model,
+    Fp8,
+    Bfloat16,
+}
+
+impl KvCacheDtype {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => KvCacheDtype::Auto,
+            "model" => KvCacheDtype::Model,
+            "fp8" => KvCacheDtype::Fp8,
+            "bfloat16" | "bf16" => KvCacheDtype::Bfloat16,
+            _ => return None,
+        })
+    }
+
+    /// The `aic_kv_cache_dtype` of a row (`None`: the model's default).
+    fn for_row(self, backend: &str, t: &TableDeployment) -> Option<&'static str> {
+        match self {
+            KvCacheDtype::Model => None,
+            KvCacheDtype::Fp8 => Some("fp8"),
+            KvCacheDtype::Bfloat16 => Some("bfloat16"),
+            KvCacheDtype::Auto => {
+                let low_precision = t.gemm_quant.starts_with("fp8")
+                    || t.gemm_quant.contains("fp4")
+                    || matches!(t.precision.as_str(), "fp8" | "fp4");
+                (low_precision && matches!(backend, "vllm" | "trtllm")).then_some("fp8")
+            }
+        }
+    }
+}
+
+/// What the installed AIConfigurator has: perf databases by system and backend, bundled models.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AicCatalog {
+    pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    pub models: Vec<String>,
+}
+
+impl AicCatalog {
+    /// Asks the installed package (`dynosim aic list`'s answer).
+    pub fn load() -> Result<Self, InputError> {
+        let c = crate::timing::aic::catalog()?;
+        Ok(AicCatalog {
+            databases: c.databases,
+            models: c.models,
+        })
+    }
+
+    /// The bundled model config for a Hugging Face name: the name itself when bundled, else
+    /// the bundled model of the same base name (the name after the organisation, without a
+    /// `Meta-` prefix or `-Instruct`, `-Base`, `-FP8`, `-NVFP4`, `-BF16`, `-FP4` suffixes:
+    /// `meta-llama/Llama-3.1-70B` is `meta-llama/Meta-Llama-3.1-70B`), preferring the same
+    /// organisation, then the shortest name (the unquantised config: quantisation is set
+    /// separately).
+    pub fn model_for(&self, hf: &str) -> Option<String> {
+        if self.models.iter().any(|m| m == hf) {
+            return Some(hf.to_string());
+        }
+        let key = base_name(hf);
+        let org = org_of(hf);
+        self.models
+            .iter()
+            .filter(|m| base_name(m) == key)
+            .min_by_key(|m| (org_of(m) != org, m.len(), m.to_string()))
+            .cloned()
+    }
+
+    /// The installed perf-data version for a row's backend version: the same when installed,
+    /// else the nearest by its numbers (`0.19.0` -> `0.24.0`), the newest when the row's has
+    /// none (empty, `nightly-dev`). `Err`: the system or backend has no perf data.
+    pub fn version_for(
+        &self,
+        system: &str,
+        backend: &str,
+        version: &str,
+    ) -> Result<String, String> {
+        let Some(backends) = self.databases.get(system) else {
+            return Err(format!(
+                "AIC has no perf data for system {system:?} (installed: {})",
+                self.databases
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        let installed = backends
+            .get(backend)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("AIC has no {backend} perf data for {system}"))?;
+        if installed.iter().any(|v| v == version) {
+            return Ok(version.to_string());
+        }
+        let newest = || {
+            installed
+                .iter()
+                .max_by_key(|v| (version_number(v).unwrap_or(0), v.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let Some(wanted) = version_number(version) else {
+            return Ok(newest());
+        };
+        Ok(installed
+            .iter()
+            .min_by_key(|v| {
+                let n = version_number(v).unwrap_or(0);
+                (n.abs_diff(wanted), std::cmp::Reverse((n, v.to_string())))
+            })
+            .cloned()
+            .unwrap_or_else(newest))
+    }
+}
+
+/// `Org/Name` -> `org`.
+fn org_of(name: &str) -> String {
+    name.split_once('/')
+        .map(|(o, _)| o.to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// The comparable base of a model name (see [`AicCatalog::model_for`]).
+fn base_name(name: &str) -> String {
+    let mut n = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    if let Some(rest) = n.strip_prefix("meta-") {
+        n = rest.to_string();
+    }
+    loop {
+        let before = n.len();
+        for suffix in ["-instruct", "-base", "-fp8", "-nvfp4", "-bf16", "-fp4"] {
+            if let Some(rest) = n.strip_suffix(suffix) {
+                n = rest.to_string();
+            }
+        }
+        if n.len() == before {
+            return n;
+        }
+    }
+}
+
+/// `major.minor.patch` of a version's leading numbers as one comparable number.
+fn version_number(v: &str) -> Option<u64> {
+    let lead: String = v
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let parts: Vec<u64> = lead
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .take(3)
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    if parts.is_empty() {
+        return None;
+    }
+    Some(
+        parts
+            .iter()
+            .chain(std::iter::repeat(&0))
+            .take(3)
+            .fold(0, |acc, p| acc * 10_000 + p.min(&9_999)),
+    )
+}
+
+/// The `dynosim run` invocation that simulates one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recipe {
+    /// Aggregated: the engine args; disaggregated: `prefill_engine_args`/`decode_engine_args`.
+    pub extra_engine_args: Option<Value>,
+    pub prefill_engine_args: Option<Value>,
+    pub decode_engine_args: Option<Value>,
+    pub num_workers: i64,
+    pub num_prefill_workers: i64,
+    pub num_decode_workers: i64,
+    /// `round_robin` or `kv_router`.
+    pub router_mode: &'static str,
+    pub router_config: Option<String>,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub request_count: u32,
+    pub replay_concurrency: Option<u32>,
+    pub request_rate: Option<f64>,
+    /// Lengths uniform in `[⌊R·L⌋, L]` (1: exact).
+    pub random_range_ratio: f64,
+    pub input_tokens_stddev: f64,
+    pub output_tokens_stddev: f64,
+    pub warmup_request_count: u32,
+    pub seed: u64,
+}
+
+impl Recipe {
+    /// The `engine_args` column: the aggregated engine's JSON, or `{"prefill": …, "decode": …}`.
+    pub fn engine_args_json(&self) -> String {
+        let v = match &self.extra_engine_args {
+            Some(e) => e.clone(),
+            None => match (&self.prefill_engine_args, &self.decode_engine_args) {
+                (None, None) => json!({}),
+                (p, d) => json!({"prefill": p, "decode": d}),
+            },
+        };
+        v.to_string()
+    }
+
+    /// Sets `keys` on every pool's engine args (a family's correction).
+    pub fn apply(&mut self, keys: &Correction) {
+        for pool in [
+            &mut self.extra_engine_args,
+            &mut self.prefill_engine_args,
+            &mut self.decode_engine_args,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Value::Object(o) = pool {
+                for (k, v) in keys {
+                    o.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    /// The flags of the run, in `dynosim run`'s syntax (values not yet shell-quoted).
+    pub fn flags(&self) -> Vec<(String, String)> {
+        let mut f: Vec<(String, String)> = Vec::new();
+        let mut add = |k: &str, v: String| f.push((format!("--{k}"), v));
+        for (k, v) in [
+            ("extra-engine-args", &self.extra_engine_args),
+            ("prefill-engine-args", &self.prefill_engine_args),
+            ("decode-engine-args", &self.decode_engine_args),
+        ] {
+            if let Some(v) = v {
+                add(k, v.to_string());
+            }
+        }
+        if self.extra_engine_args.is_some() || self.prefill_engine_args.is_none() {
+            add("num-workers", self.num_workers.to_string());
+        } else {
+            add("num-prefill-workers", self.num_prefill_workers.to_string());
+            add("num-decode-workers", self.num_decode_workers.to_string());
+        }
+        add("router-mode", self.router_mode.to_string());
+        if let Some(c) = &self.router_config {
+            add("router-config", c.clone());
+        }
+        add("input-tokens", self.input_tokens.to_string());
+        add("output-tokens", self.output_tokens.to_string());
+        add("request-count", self.request_count.to_string());
+        if let Some(c) = self.replay_concurrency {
+            add("replay-concurrency", c.to_string());
+        }
+        if let Some(r) = self.request_rate {
+            add("request-rate", r.to_string());
+        }
+        add("seed", self.seed.to_string());
+        add("arrival-seed", self.seed.to_string());
+        f
+    }
+
+    /// `dynosim run …` reproducing the point, shell-quoted.
+    pub fn command_line(&self) -> String {
+        let mut s = String::from("dynosim run");
+        for (k, v) in self.flags() {
+            s.push(' ');
+            s.push_str(&k);
+            s.push(' ');
+            s.push_str(&shell_quote(&v));
+        }
+        s
+    }
+
+    /// The run's flags as `dynosim run` parses them.
+    pub fn run_args(&self) -> Result<RunArgs, InputError> {
+        let mut argv = vec!["dynosim".to_string(), "run".to_string()];
+        for (k, v) in self.flags() {
+            argv.push(k);
+            argv.push(v);
+        }
+        match Cli::try_parse_from(&argv) {
+            Ok(Cli {
+                command: Command::Run(a),
+            }) => Ok(*a),
+            Ok(_) => Err(InputError::new("internal: not a run command")),
+            Err(e) => Err(InputError::new(format!(
+                "the point's run flags do not parse: {}",
+                e.to_string().lines().next().unwrap_or("")
+            ))),
+        }
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Why a point has no recipe: the deployment cannot be expressed (`unsupported`).
+pub type Unsupported = String;
+
+/// The recipe of one point (before corrections), and the backend version it uses.
+pub fn recipe(
+    p: &MeasuredPoint,
+    opts: &Options,
+    catalog: Option<&AicCatalog>,
+) -> Result<(Recipe, String), Unsupported> {
+    let w = &p.workload;
+    let request_count = match (w.request_count, w.concurrency) {
+        (Some(n), _) => n,
+        (None, Some(c)) => c.saturating_mul(opts.prompts_per_concurrency),
+        (None, None) => return Err("no request count and no concurrency".into()),
+    };
+    let mut r = Recipe {
+        extra_engine_args: None,
+        prefill_engine_args: None,
+        decode_engine_args: None,
+        num_workers: 1,
+        num_prefill_workers: 1,
+        num_decode_workers: 1,
+        router_mode: "round_robin",
+        router_config: None,
+        input_tokens: w.isl,
+        output_tokens: w.osl,
+        request_count,
+        replay_concurrency: w.concurrency,
+        request_rate: if w.concurrency.is_some() {
+            None
+        } else {
+            w.request_rate
+        },
+        random_range_ratio: w.range_ratio.unwrap_or(opts.random_range_ratio),
+        input_tokens_stddev: w.isl_stddev,
+        output_tokens_stddev: w.osl_stddev,
+        warmup_request_count: w.warmup_request_count,
+        seed: opts.seed,
+    };
+    let version = match &p.deployment {
+        Deployment::Unsupported(why) => return Err(why.clone()),
+        Deployment::Flags(f) => {
+            from_flags(&mut r, f)?;
+            p.backend_version.clone()
+        }
+        Deployment::Table(t) => {
+            let Some(catalog) = catalog else {
+                return Err("AIConfigurator's catalog is not available".into());
+            };
+            from_table(&mut r, p, t, opts, catalog)?
+        }
+    };
+    Ok((r, version))
+}
+
+fn from_flags(r: &mut Recipe, f: &FlagDeployment) -> Result<(), Unsupported> {
+    let parse = |flag: &str, j: &Option<String>| -> Result<Option<Value>, Unsupported> {
+        j.as_deref()
+            .map(|s| {
+                serde_json::from_str::<Value>(s)
+                    .map_err(|e| format!("{flag}: not valid JSON ({e})"))
+            })
+            .transpose()
+    };
+    r.extra_engine_args = parse("--extra-engine-args", &f.extra_engine_args)?;
+    r.prefill_engine_args = parse("--prefill-engine-args", &f.prefill_engine_args)?;
+    r.decode_engine_args = parse("--decode-engine-args", &f.decode_engine_args)?;
+    r.num_workers = f.num_workers;
+    r.num_prefill_workers = f.num_prefill_workers;
+    r.num_decode_workers = f.num_decode_workers;
+    r.router_mode = match f.router_mode {
+        RouterModeArg::RoundRobin => "round_robin",
+        RouterModeArg::KvRouter => "kv_router",
+    };
+    r.router_config = f.router_config.clone();
+    Ok(())
+}
+
+fn from_table(
+    r: &mut Recipe,
+    p: &MeasuredPoint,
+    t: &TableDeployment,
+    opts: &Options,
+    catalog: &AicCatalog,
+) -> Result<String, Unsupported> {
+    if !matches!(p.backend.as_str(), "vllm" | "sglang" | "trtllm") {
+        return Err(format!("backend {:?} is not simulated", p.backend));
+    }
+    if let Some(pp) = t.pools.iter().map(|x| x.pp).find(|pp| *pp > 1) {
+        return Err(format!(
+            "pipeline parallelism (pp_size {pp}) is not simulated"
+        ));
+    }
+    // DynoSim's refusals of disaggregated pools, found before any AIC engine is compiled for
+    // them (`dynosim run` words the same rules for its flags).
+    if t.pools.len() == 2 && p.backend == "trtllm" {
+        return Err("DynoSim does not simulate TRT-LLM in disaggregated replay".into());
+    }
+    if t.pools.len() == 2 && t.pools.iter().any(|x| x.attention_dp > 1) {
+        return Err(
+            "DynoSim does not simulate attention data parallelism in disaggregated replay".into(),
+        );
+    }
+    let model = catalog.model_for(&p.model).ok_or_else(|| {
+        format!(
+            "model {:?} has no bundled AIC model config (see `dynosim aic list`)",
+            p.model
+        )
+    })?;
+    let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
+    let kv = opts.kv_cache_dtype.for_row(&p.backend, t);
+    let concurrency = p.workload.concurrency.unwrap_or(1);
+    let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {
+        let mut o = Map::new();
+        let mut set = |k: &str, v: Value| {
+            o.insert(k.to_string(), v);
+        };
+        set("engine_type", json!(p.backend));
+        if let Some(wt) = worker_type {
+            set("worker_type", json!(wt));
+        }
+        set("enable_prefix_caching", json!(false));
+        set("max_num_batched_tokens", json!(opts.max_num_batched_tokens));
+        set("max_num_seqs", json!(concurrency));
+        set("aic_backend", json!(p.backend));
+        set("aic_system", json!(p.system));
+        set("aic_backend_version", json!(version));
+        set("aic_model_path", json!(model));
+        set("aic_tp_size", json!(pool.tp));
+        if pool.attention_dp > 1 {
+            set("aic_attention_dp_size", json!(pool.attention_dp));
+            set("dp_size", json!(pool.attention_dp));
+        }
+        if let (Some(mtp), Some(mep)) = (pool.moe_tp, pool.moe_ep) {
+            if mtp * mep == pool.tp * pool.attention_dp {
+                set("aic_moe_tp_size", json!(mtp));
+                set("aic_moe_ep_size", json!(mep));
+            }
+        }
+        if !t.gemm_quant.is_empty() {
+            set("aic_gemm_dtype", json!(t.gemm_quant));
+        }
+        if !t.moe_quant.is_empty() {
+            set("aic_moe_dtype", json!(t.moe_quant));
+        }
+        if let Some(kv) = kv {
+            set("aic_kv_cache_dtype", json!(kv));
+        }
+        Value::Object(o)
+    };
+    match t.pools.as_slice() {
+        [agg] => {
+            r.extra_engine_args = Some(engine(agg, None));
+            r.num_workers = i64::from(agg.num_workers);
+        }
+        [prefill, decode] => {
+            r.prefill_engine_args = Some(engine(prefill, Some("prefill")));
+            r.decode_engine_args = Some(engine(decode, Some("decode")));
+            r.num_prefill_workers = i64::from(prefill.num_workers);
+            r.num_decode_workers = i64::from(decode.num_workers);
+        }
+        _ => return Err("the row describes no pool".into()),
+    }
+    Ok(version)
+}

@@ -1,0 +1,482 @@
+//! Reading measured points. Each input file is detected by its content: a JSON object with
+//! `input_config` is an AIPerf export (`profile_export_aiperf.json`), a CSV whose header has
+//! `silicon_ttft_ms` and `silicon_tpot_ms` is AIConfigurator's table of measured deployments (as
+//! shipped in `aiconfigurator_core/systems/silicon_sample.csv`, or any subset of its rows).
+//! Anything else is refused naming the file. Nothing here simulates or maps names.
+
+use crate::cli::RouterModeArg;
+use crate::error::InputError;
+use serde_json::Value;
+use std::path::Path;
+
+/// One measured deployment under one workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredPoint {
+    /// The row's `id`, or the AIPerf export's folder name.
+    pub id: String,
+    /// Where it was read (`file:line`, or the file).
+    pub origin: String,
+    /// GPU system (`h200_sxm`), backend (`vllm`, `sglang`, `trtllm`), its version as measured
+    /// (may be empty), the model as measured (a Hugging Face name), `agg` or `disagg`.
+    pub system: String,
+    pub backend: String,
+    pub backend_version: String,
+    pub model: String,
+    pub mode: String,
+    pub workload: WorkloadShape,
+    pub measured_ttft_ms: Option<f64>,
+    pub measured_tpot_ms: Option<f64>,
+    pub deployment: Deployment,
+}
+
+impl MeasuredPoint {
+    /// The family corrections are fitted per: (system, backend, model).
+    pub fn family(&self) -> super::Family {
+        super::Family {
+            system: self.system.clone(),
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
+/// The workload a point was measured under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadShape {
+    /// Mean (AIPerf) or maximum (table: the benchmark's `--random-input-len`) lengths in tokens.
+    pub isl: u32,
+    pub osl: u32,
+    /// AIPerf's normal length spreads (0: none).
+    pub isl_stddev: f64,
+    pub osl_stddev: f64,
+    /// Lengths uniform in `[⌊R·L⌋, L]`; `None`: the options' ratio (table rows).
+    pub range_ratio: Option<f64>,
+    /// Closed loop at this concurrency, or open loop at `request_rate` requests/s.
+    pub concurrency: Option<u32>,
+    pub request_rate: Option<f64>,
+    /// `None`: `prompts_per_concurrency × concurrency` (table rows).
+    pub request_count: Option<u32>,
+    pub warmup_request_count: u32,
+}
+
+/// How a point's deployment is given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deployment {
+    /// A table row: built from its columns.
+    Table(TableDeployment),
+    /// The deployment flags of `dynosim run` from the command line (AIPerf exports).
+    Flags(FlagDeployment),
+    /// The row cannot describe a deployment (the reason).
+    Unsupported(String),
+}
+
+/// The parallelism of one pool of a table row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parallel {
+    pub num_workers: u32,
+    pub tp: u32,
+    pub pp: u32,
+    pub attention_dp: u32,
+    pub moe_tp: Option<u32>,
+    pub moe_ep: Option<u32>,
+}
+
+/// The deployment columns of a table row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDeployment {
+    /// `fp8`, `fp4`, `bf16`, `int4` or empty.
+    pub precision: String,
+    /// AIC quant modes (`fp8`, `fp8_block`, `nvfp4`, `int4_wo`; empty: the model's default).
+    pub gemm_quant: String,
+    pub moe_quant: String,
+    /// `agg`: one pool; `disagg`: prefill then decode.
+    pub pools: Vec<Parallel>,
+}
+
+/// `dynosim run`'s deployment flags, as given to `dynosim validate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlagDeployment {
+    pub extra_engine_args: Option<String>,
+    pub prefill_engine_args: Option<String>,
+    pub decode_engine_args: Option<String>,
+    pub num_workers: i64,
+    pub num_prefill_workers: i64,
+    pub num_decode_workers: i64,
+    pub router_mode: RouterModeArg,
+    pub router_config: Option<String>,
+}
+
+impl Default for FlagDeployment {
+    fn default() -> Self {
+        FlagDeployment {
+            extra_engine_args: None,
+            prefill_engine_args: None,
+            decode_engine_args: None,
+            num_workers: 1,
+            num_prefill_workers: 1,
+            num_decode_workers: 1,
+            router_mode: RouterModeArg::RoundRobin,
+            router_config: None,
+        }
+    }
+}
+
+/// Reads every input; AIPerf exports take `flags` as their deployment.
+pub fn read_inputs(
+    paths: &[std::path::PathBuf],
+    flags: &FlagDeployment,
+) -> Result<Vec<MeasuredPoint>, InputError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| InputError::new(format!("{}: cannot read it: {e}", p.display())))?;
+        if text.trim_start().starts_with('{') {
+            out.push(read_aiperf(p, &text, flags)?);
+        } else {
+            out.extend(read_table(p, &text)?);
+        }
+    }
+    if out.is_empty() {
+        return Err(InputError::new(
+            "no measured points in the inputs (the table files have a header only)",
+        ));
+    }
+    Ok(out)
+}
+
+/// The table's columns this reader needs.
+const TABLE_COLUMNS: &[&str] = &[
+    "id",
+    "backend",
+    "backend_version",
+    "model_path",
+    "system",
+    "mode",
+    "isl",
+    "osl",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+];
+
+/// Reads AIConfigurator's table of measured deployments.
+pub fn read_table(path: &Path, text: &str) -> Result<Vec<MeasuredPoint>, InputError> {
+    let name = path.display().to_string();
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| InputError::new(format!("{name}: not a CSV table ({e})")))?
+        .clone();
+    let col = |c: &str| headers.iter().position(|h| h.trim() == c);
+    if col("silicon_ttft_ms").is_none() || col("silicon_tpot_ms").is_none() {
+        return Err(InputError::new(format!(
+            "{name}: neither an AIPerf export (profile_export_aiperf.json) nor AIConfigurator's \
+             table of measured deployments (a CSV with silicon_ttft_ms and silicon_tpot_ms \
+             columns, as in aiconfigurator_core/systems/silicon_sample.csv)"
+        )));
+    }
+    let missing: Vec<&str> = TABLE_COLUMNS
+        .iter()
+        .filter(|c| col(c).is_none())
+        .copied()
+        .collect();
+    if !missing.is_empty() {
+        return Err(InputError::new(format!(
+            "{name}: the table lacks the column(s) {}",
+            missing.join(", ")
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, rec) in reader.records().enumerate() {
+        let line = i + 2;
+        let rec = rec.map_err(|e| InputError::new(format!("{name}:{line}: {e}")))?;
+        let get = |c: &str| -> &str { col(c).and_then(|k| rec.get(k)).unwrap_or("").trim() };
+        let row = Row {
+            get: &get,
+            origin: format!("{name}:{line}"),
+        };
+        out.push(row.point()?);
+    }
+    Ok(out)
+}
+
+/// One record of the table, read by column name.
+struct Row<'a> {
+    get: &'a dyn Fn(&str) -> &'a str,
+    origin: String,
+}
+
+impl Row<'_> {
+    fn err(&self, col: &str, what: impl std::fmt::Display) -> InputError {
+        InputError::new(format!("{}: column {col}: {what}", self.origin))
+    }
+
+    /// A positive integer column, `None` when empty.
+    fn int(&self, col: &str) -> Result<Option<u32>, InputError> {
+        let v = (self.get)(col);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        // The table writes some integers as floats ("8.0").
+        let parsed = v.parse::<u32>().ok().or_else(|| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u32::MAX as f64)
+                .map(|f| f as u32)
+        });
+        match parsed {
+            Some(n) => Ok(Some(n)),
+            None => Err(self.err(col, format!("expected a whole number, got {v:?}"))),
+        }
+    }
+
+    fn float(&self, col: &str) -> Result<Option<f64>, InputError> {
+        let v = (self.get)(col);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        match v.parse::<f64>() {
+            Ok(f) if f.is_finite() && f >= 0.0 => Ok(Some(f)),
+            _ => Err(self.err(col, format!("expected a number >= 0, got {v:?}"))),
+        }
+    }
+
+    fn text(&self, col: &str) -> String {
+        (self.get)(col).to_string()
+    }
+
+    fn parallel(&self, prefix: &str) -> Result<Option<(Parallel, Option<u32>)>, InputError> {
+        let c = |s: &str| format!("{prefix}{s}");
+        let Some(tp) = self.int(&c("tp_size"))? else {
+            return Ok(None);
+        };
+        let workers = if prefix.is_empty() {
+            Some(1)
+        } else {
+            self.int(&c("num_workers"))?
+        };
+        let p = Parallel {
+            num_workers: workers.unwrap_or(1).max(1),
+            tp: tp.max(1),
+            pp: self.int(&c("pp_size"))?.unwrap_or(1).max(1),
+            attention_dp: self.int(&c("attention_dp_size"))?.unwrap_or(1).max(1),
+            moe_tp: self.int(&c("moe_tp_size"))?,
+            moe_ep: self.int(&c("moe_ep_size"))?,
+        };
+        Ok(Some((p, self.int(&c("batch_size"))?)))
+    }
+
+    fn point(&self) -> Result<MeasuredPoint, InputError> {
+        let mode = self.text("mode");
+        let isl = self.int("isl")?.filter(|n| *n > 0);
+        let osl = self.int("osl")?.filter(|n| *n > 0);
+        let source = self.text("silicon_data_source");
+        let from_source = silicon_concurrency(&source);
+        let mut unsupported = None;
+        let (pools, concurrency) = match mode.as_str() {
+            "agg" => {
+                let agg = self.parallel("")?;
+                let c = from_source.or(agg.as_ref().and_then(|a| a.1));
+                (agg.into_iter().map(|a| a.0).collect::<Vec<_>>(), c)
+            }
+            "disagg" => {
+                let p = self.parallel("prefill_")?;
+                let d = self.parallel("decode_")?;
+                let c = from_source.or_else(|| {
+                    d.as_ref()
+                        .and_then(|(pool, bs)| bs.map(|b| b * pool.num_workers))
+                });
+                (p.into_iter().chain(d).map(|a| a.0).collect(), c)
+            }
+            other => {
+                unsupported = Some(format!("mode {other:?} is neither agg nor disagg"));
+                (Vec::new(), from_source)
+            }
+        };
+        let wanted = if mode == "disagg" { 2 } else { 1 };
+        if unsupported.is_none() && pools.len() != wanted {
+            unsupported = Some(format!(
+                "the row gives no tensor-parallel size for its {} pool(s)",
+                if mode == "disagg" {
+                    "prefill/decode"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if unsupported.is_none() && (isl.is_none() || osl.is_none()) {
+            unsupported = Some("the row gives no isl/osl".into());
+        }
+        if unsupported.is_none() && concurrency.filter(|c| *c > 0).is_none() {
+            unsupported = Some("the row gives no concurrency (batch_size)".into());
+        }
+        let deployment = match unsupported {
+            Some(why) => Deployment::Unsupported(why),
+            None => Deployment::Table(TableDeployment {
+                precision: self.text("precision"),
+                gemm_quant: self.text("gemm_quant_mode"),
+                moe_quant: self.text("moe_quant_mode"),
+                pools,
+            }),
+        };
+        Ok(MeasuredPoint {
+            id: self.text("id"),
+            origin: self.origin.clone(),
+            system: self.text("system"),
+            backend: self.text("backend"),
+            backend_version: self.text("backend_version"),
+            model: self.text("model_path"),
+            mode,
+            workload: WorkloadShape {
+                isl: isl.unwrap_or(0),
+                osl: osl.unwrap_or(0),
+                isl_stddev: 0.0,
+                osl_stddev: 0.0,
+                range_ratio: None,
+                concurrency,
+                request_rate: None,
+                request_count: None,
+                warmup_request_count: 0,
+            },
+            measured_ttft_ms: self.float("silicon_ttft_ms")?,
+            measured_tpot_ms: self.float("silicon_tpot_ms")?,
+            deployment,
+        })
+    }
+}
+
+/// `silicon_concurrency=N` of the table's `silicon_data_source`, when it says.
+fn silicon_concurrency(source: &str) -> Option<u32> {
+    source.split(';').find_map(|part| {
+        part.trim()
+            .strip_prefix("silicon_concurrency=")
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// Reads an AIPerf export: the measured TTFT and TPOT (AIPerf's inter-token latency, the mean of
+/// `(latency − TTFT)/(output tokens − 1)` per request), the workload from `input_config`.
+pub fn read_aiperf(
+    path: &Path,
+    text: &str,
+    flags: &FlagDeployment,
+) -> Result<MeasuredPoint, InputError> {
+    let name = path.display().to_string();
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| InputError::new(format!("{name}:{}: not valid JSON ({e})", e.line())))?;
+    let Some(cfg) = v.get("input_config").filter(|c| c.is_object()) else {
+        return Err(InputError::new(format!(
+            "{name}: a JSON file without input_config is not an AIPerf export \
+             (profile_export_aiperf.json)"
+        )));
+    };
+    let num = |ptr: &str| v.pointer(ptr).and_then(Value::as_f64);
+    let cnum = |ptr: &str| cfg.pointer(ptr).and_then(Value::as_f64);
+    let key_err = |key: &str, what: &str| InputError::new(format!("{name}: {key}: {what}"));
+    let whole = |key: &str, x: Option<f64>| -> Result<Option<u32>, InputError> {
+        match x {
+            None => Ok(None),
+            Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u32::MAX as f64 => Ok(Some(f as u32)),
+            Some(f) => Err(key_err(key, &format!("expected a whole number, got {f}"))),
+        }
+    };
+    let isl = whole(
+        "input_config.input.prompt.input_tokens.mean",
+        cnum("/input/prompt/input_tokens/mean"),
+    )?
+    .or(whole(
+        "input_sequence_length.avg",
+        num("/input_sequence_length/avg").map(f64::round),
+    )?)
+    .filter(|n| *n > 0)
+    .ok_or_else(|| {
+        key_err(
+            "input_config.input.prompt.input_tokens.mean",
+            "missing (the mean input length)",
+        )
+    })?;
+    let osl = whole(
+        "input_config.input.prompt.output_tokens.mean",
+        cnum("/input/prompt/output_tokens/mean"),
+    )?
+    .or(whole(
+        "output_sequence_length.avg",
+        num("/output_sequence_length/avg").map(f64::round),
+    )?)
+    .filter(|n| *n > 0)
+    .ok_or_else(|| {
+        key_err(
+            "input_config.input.prompt.output_tokens.mean",
+            "missing (the mean output length)",
+        )
+    })?;
+    let concurrency = whole(
+        "input_config.loadgen.concurrency",
+        cnum("/loadgen/concurrency"),
+    )?;
+    let request_rate = cnum("/loadgen/request_rate");
+    if concurrency.is_none() && request_rate.is_none() {
+        return Err(key_err(
+            "input_config.loadgen",
+            "gives neither concurrency nor request_rate",
+        ));
+    }
+    let request_count = whole(
+        "input_config.loadgen.request_count",
+        cnum("/loadgen/request_count"),
+    )?
+    .or(whole("request_count.avg", num("/request_count/avg"))?)
+    .filter(|n| *n > 0)
+    .ok_or_else(|| key_err("input_config.loadgen.request_count", "missing"))?;
+    let warmup = whole(
+        "input_config.loadgen.warmup_request_count",
+        cnum("/loadgen/warmup_request_count"),
+    )?
+    .unwrap_or(0);
+    let model = cfg
+        .pointer("/endpoint/model_names/0")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let id = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.clone());
+    let aic = |key: &str| -> String {
+        [&flags.extra_engine_args, &flags.prefill_engine_args]
+            .iter()
+            .filter_map(|j| j.as_deref())
+            .filter_map(|j| serde_json::from_str::<Value>(j).ok())
+            .find_map(|j| j.get(key).and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default()
+    };
+    Ok(MeasuredPoint {
+        id,
+        origin: name,
+        system: aic("aic_system"),
+        backend: aic("aic_backend"),
+        backend_version: aic("aic_backend_version"),
+        model,
+        mode: if flags.prefill_engine_args.is_some() {
+            "disagg".into()
+        } else {
+            "agg".into()
+        },
+        workload: WorkloadShape {
+            isl,
+            osl,
+            isl_stddev: cnum("/input/prompt/input_tokens/stddev").unwrap_or(0.0),
+            osl_stddev: cnum("/input/prompt/output_tokens/stddev").unwrap_or(0.0),
+            range_ratio: Some(1.0),
+            concurrency,
+            request_rate,
+            request_count: Some(request_count),
+            warmup_request_count: warmup,
+        },
+        measured_ttft_ms: num("/time_to_first_token/avg"),
+        measured_tpot_ms: num("/inter_token_latency/avg"),
+        deployment: Deployment::Flags(flags.clone()),
+    })
+}

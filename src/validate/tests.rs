@@ -1,0 +1,257 @@
+//! Unit tests of the parts that need no simulation: reading the table, mapping names and
+//! versions, recipes, errors and summaries.
+
+use super::deployment::{recipe, AicCatalog, KvCacheDtype};
+use super::points::{read_aiperf, read_table, Deployment, FlagDeployment};
+use super::summary::{median, ErrorStats};
+use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn catalog() -> AicCatalog {
+    let versions = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut backends = BTreeMap::new();
+    backends.insert("vllm".to_string(), versions(&["0.24.0", "0.27.0"]));
+    backends.insert("trtllm".to_string(), versions(&["1.3.0rc20", "1.3.0rc23"]));
+    backends.insert("sglang".to_string(), versions(&["0.5.14", "0.5.16"]));
+    let mut databases = BTreeMap::new();
+    databases.insert("h200_sxm".to_string(), backends);
+    AicCatalog {
+        databases,
+        models: [
+            "meta-llama/Meta-Llama-3.1-70B",
+            "meta-llama/Meta-Llama-3.1-8B",
+            "nvidia/Llama-3.1-70B-Instruct-FP8",
+            "zai-org/GLM-5",
+            "zai-org/GLM-5-FP8",
+            "nvidia/GLM-5-NVFP4",
+            "deepseek-ai/DeepSeek-R1",
+            "Qwen/Qwen3-32B",
+            "Qwen/Qwen3-32B-FP8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    }
+}
+
+#[test]
+fn model_names_map_onto_bundled_configs() {
+    let c = catalog();
+    let m = |hf: &str| c.model_for(hf);
+    assert_eq!(
+        m("meta-llama/Llama-3.1-70B").as_deref(),
+        Some("meta-llama/Meta-Llama-3.1-70B")
+    );
+    assert_eq!(
+        m("meta-llama/Meta-Llama-3.1-70B").as_deref(),
+        Some("meta-llama/Meta-Llama-3.1-70B")
+    );
+    assert_eq!(
+        m("nvidia/Llama-3.1-8B-Instruct-FP8").as_deref(),
+        Some("meta-llama/Meta-Llama-3.1-8B")
+    );
+    assert_eq!(
+        m("meta-llama/Llama-3.1-8B-Instruct").as_deref(),
+        Some("meta-llama/Meta-Llama-3.1-8B")
+    );
+    assert_eq!(m("zhipuai/GLM-5").as_deref(), Some("zai-org/GLM-5"));
+    assert_eq!(
+        m("nvidia/DeepSeek-R1-NVFP4").as_deref(),
+        Some("deepseek-ai/DeepSeek-R1")
+    );
+    assert_eq!(
+        m("nvidia/Qwen3-32B-NVFP4").as_deref(),
+        Some("Qwen/Qwen3-32B")
+    );
+    assert_eq!(m("openai/gpt-oss-120b"), None);
+}
+
+#[test]
+fn versions_map_to_the_nearest_installed() {
+    let c = catalog();
+    let v = |b: &str, x: &str| c.version_for("h200_sxm", b, x);
+    assert_eq!(v("vllm", "0.24.0").unwrap(), "0.24.0");
+    assert_eq!(v("vllm", "0.19.0").unwrap(), "0.24.0");
+    assert_eq!(v("vllm", "0.26.5").unwrap(), "0.27.0");
+    assert_eq!(v("vllm", "").unwrap(), "0.27.0");
+    assert_eq!(v("sglang", "nightly-dev").unwrap(), "0.5.16");
+    assert_eq!(v("sglang", "0.5.8.post1").unwrap(), "0.5.14");
+    assert_eq!(v("trtllm", "1.1.0rc2.post2").unwrap(), "1.3.0rc23");
+    assert!(c
+        .version_for("mi300x", "vllm", "0.24.0")
+        .unwrap_err()
+        .contains("no perf data"));
+}
+
+const HEADER: &str = "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms";
+
+fn table(rows: &[&str]) -> String {
+    let mut s = HEADER.to_string();
+    for r in rows {
+        s.push('\n');
+        s.push_str(r);
+    }
+    s
+}
+
+const LLAMA: &str = "r1,source_file=2026-04-06.csv; silicon_concurrency=16,vllm,,meta-llama/Llama-3.1-70B,h200_sxm,fp8,agg,1024,1024,fp8,fp8,16,2,1,1,2,1,,,,,,,,,,,,,,,190.0,15.65";
+
+#[test]
+fn a_table_row_becomes_the_benchmark_run() {
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    assert_eq!(pts.len(), 1);
+    let p = &pts[0];
+    assert_eq!(
+        (p.workload.isl, p.workload.osl, p.workload.concurrency),
+        (1024, 1024, Some(16))
+    );
+    assert_eq!(p.measured_ttft_ms, Some(190.0));
+    assert_eq!(p.origin, "t.csv:2");
+    let (r, used) = recipe(p, &Options::default(), Some(&catalog())).unwrap();
+    assert_eq!(used, "0.27.0");
+    assert_eq!(r.request_count, 160);
+    assert_eq!(r.replay_concurrency, Some(16));
+    assert_eq!(r.random_range_ratio, 0.8);
+    let e = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(e["aic_model_path"], "meta-llama/Meta-Llama-3.1-70B");
+    assert_eq!(e["aic_tp_size"], 2);
+    assert_eq!(e["aic_kv_cache_dtype"], "fp8");
+    assert_eq!(e["enable_prefix_caching"], false);
+    assert_eq!(e["max_num_batched_tokens"], 8192);
+    assert_eq!(e["engine_type"], "vllm");
+    // The run flags parse as `dynosim run`'s.
+    let args = r.run_args().unwrap();
+    assert_eq!(args.replay_concurrency, Some(16));
+    assert!(r
+        .command_line()
+        .starts_with("dynosim run --extra-engine-args '{"));
+    // The KV dtype is an option.
+    let opts = Options {
+        kv_cache_dtype: KvCacheDtype::Model,
+        ..Options::default()
+    };
+    let (r, _) = recipe(p, &opts, Some(&catalog())).unwrap();
+    assert!(r
+        .extra_engine_args
+        .unwrap()
+        .get("aic_kv_cache_dtype")
+        .is_none());
+}
+
+#[test]
+fn rows_that_cannot_be_simulated_say_why() {
+    let pp = LLAMA.replace(",16,2,1,1,2,1,", ",16,2,2,1,4,1,");
+    let pts = read_table(Path::new("t.csv"), &table(&[&pp])).unwrap();
+    let why = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap_err();
+    assert!(why.contains("pipeline parallelism"), "{why}");
+    let gpt = LLAMA.replace("meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b");
+    let pts = read_table(Path::new("t.csv"), &table(&[&gpt])).unwrap();
+    let why = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap_err();
+    assert!(why.contains("no bundled AIC model config"), "{why}");
+    let no_tp = LLAMA.replace(",16,2,1,1,2,1,", ",16,,,,,,");
+    let pts = read_table(Path::new("t.csv"), &table(&[&no_tp])).unwrap();
+    assert!(matches!(pts[0].deployment, Deployment::Unsupported(_)));
+}
+
+#[test]
+fn disaggregated_rows_get_two_pools() {
+    let row = "d1,source_file=x; silicon_concurrency=8,sglang,0.5.8.post1,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,disagg,1024,1024,fp8_block,fp8_block,,,,,,,1,2,8,1,1,8,1,8,1,8,1,1,8,1,300,20";
+    let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+    let (r, used) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    assert_eq!(used, "0.5.14");
+    assert!(r.extra_engine_args.is_none());
+    assert_eq!(
+        r.prefill_engine_args.as_ref().unwrap()["worker_type"],
+        "prefill"
+    );
+    assert_eq!(
+        r.decode_engine_args.as_ref().unwrap()["worker_type"],
+        "decode"
+    );
+    assert_eq!((r.num_prefill_workers, r.num_decode_workers), (2, 1));
+    assert_eq!(r.replay_concurrency, Some(8));
+    // SGLang rows keep the model's KV dtype.
+    assert!(r
+        .prefill_engine_args
+        .as_ref()
+        .unwrap()
+        .get("aic_kv_cache_dtype")
+        .is_none());
+    assert!(r.engine_args_json().starts_with("{\"decode\":"));
+}
+
+#[test]
+fn bad_table_values_name_file_line_and_column() {
+    let bad = LLAMA.replace(",1024,1024,", ",1024,ten,");
+    let e = read_table(Path::new("t.csv"), &table(&[&bad]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("t.csv:2: column osl:"), "{e}");
+    let e = read_table(Path::new("x.csv"), "a,b\n1,2")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("neither an AIPerf export"), "{e}");
+}
+
+#[test]
+fn an_aiperf_export_gives_its_workload() {
+    let text = r#"{"time_to_first_token": {"avg": 200.0}, "inter_token_latency": {"avg": 12.5},
+        "request_count": {"avg": 100.0},
+        "input_config": {"endpoint": {"model_names": ["Qwen/Qwen3-32B"]},
+          "input": {"prompt": {"input_tokens": {"mean": 2048, "stddev": 10}, "output_tokens": {"mean": 256}}},
+          "loadgen": {"concurrency": 4, "request_count": 100, "warmup_request_count": 5}}}"#;
+    let flags = FlagDeployment {
+        extra_engine_args: Some(r#"{"aic_backend": "trtllm", "aic_system": "h200_sxm"}"#.into()),
+        ..FlagDeployment::default()
+    };
+    let p = read_aiperf(
+        Path::new("r/medium/profile_export_aiperf.json"),
+        text,
+        &flags,
+    )
+    .unwrap();
+    assert_eq!(p.id, "medium");
+    assert_eq!(
+        (p.system.as_str(), p.backend.as_str()),
+        ("h200_sxm", "trtllm")
+    );
+    assert_eq!(p.model, "Qwen/Qwen3-32B");
+    assert_eq!(p.workload.isl_stddev, 10.0);
+    assert_eq!(p.workload.warmup_request_count, 5);
+    let (r, _) = recipe(&p, &Options::default(), None).unwrap();
+    assert_eq!(
+        (r.input_tokens, r.output_tokens, r.request_count),
+        (2048, 256, 100)
+    );
+    assert_eq!(r.replay_concurrency, Some(4));
+    assert_eq!(r.random_range_ratio, 1.0);
+    let e = read_aiperf(Path::new("a.json"), "{\"x\": 1}", &flags)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("without input_config"), "{e}");
+}
+
+#[test]
+fn corrections_set_keys_on_every_pool() {
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    let (mut r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    let mut c = Correction::new();
+    c.insert("speedup_ratio".into(), serde_json::json!(1.25));
+    r.apply(&c);
+    assert_eq!(r.extra_engine_args.unwrap()["speedup_ratio"], 1.25);
+}
+
+#[test]
+fn errors_and_summaries() {
+    assert_eq!(error_pct(110.0, Some(100.0)), Some(10.0));
+    assert_eq!(error_pct(110.0, Some(0.0)), None);
+    assert_eq!(error_pct(110.0, None), None);
+    assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    let s = ErrorStats::of(&[-10.0, 20.0, -30.0]);
+    assert_eq!(s.n, 3);
+    assert_eq!(s.mean_abs_pct, Some(20.0));
+    assert_eq!(s.median_abs_pct, Some(20.0));
+    assert_eq!(s.median_signed_pct, Some(-10.0));
+}
