@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Man(args) => man(args),
         Command::Aic(dynosim::cli::AicCommand::List) => aic_list(),
         Command::Validate(args) => validate(*args),
+        Command::Calibrate(args) => dynosim::calibrate::command::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,6 +28,7 @@ const FLOORS: &[&[&str]] = &[
     &["cli", "compare"],
     &["run"],
     &["validate"],
+    &["calibrate::command"],
 ];
 
 const MAX_FILE_LINES: usize = 1500;

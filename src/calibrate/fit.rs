@@ -61,6 +61,14 @@ impl<'s> Memo<'s> {
         }
     }
 
+    /// Records a prediction already simulated elsewhere (not counted as a simulation).
+    pub fn seed(&mut self, row: usize, c: Corrections, p: Prediction) {
+        self.done.insert(
+            (row, c.prefill_scale.to_bits(), c.decode_scale.to_bits()),
+            p,
+        );
+    }
+
     /// Predictions of `rows` under `c`, in `rows`' order (only the missing ones are simulated,
     /// in one call).
     pub fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction> {

@@ -19,6 +19,7 @@
 //! This module imports only `config`, `timing` and `error`, so `run` and `sweep` can apply a
 //! calibration.
 
+pub mod command;
 pub mod fit;
 
 use crate::config::{EngineArgs, Topology};
