@@ -310,3 +310,80 @@ fn a_sweep_takes_the_spec_key_and_the_flag() {
         assert!((ratio - 2.0).abs() < 1e-9, "x{ratio}: {a} {b}");
     }
 }
+
+/// The three H200 vLLM Llama-3.1-70B rows of the validate fixture (plus an H100 row and a
+/// DeepSeek-R1 row) at 2 prompts per unit of concurrency: `dynosim calibrate` fits one family
+/// (leave-one-out: 3 rows), and `dynosim validate --calibration` uses the file.
+#[test]
+fn calibrate_fits_a_family_and_validate_uses_the_file() {
+    if !common::have_aic("calibrate_fits_a_family_and_validate_uses_the_file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/silicon_rows.csv");
+    let h200: Vec<String> = std::fs::read_to_string(&rows)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || l.contains("h200_sxm_vllm"))
+        .map(|(_, l)| l.to_string())
+        .collect();
+    assert_eq!(h200.len(), 4, "header and three H200 rows");
+    let h200_csv = d.join("h200.csv");
+    std::fs::write(&h200_csv, h200.join("\n") + "\n").unwrap();
+    let cal = d.join("cal.json");
+    let out = dynosim(d)
+        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
+        .arg(&cal)
+        .args(["--prompts-per-concurrency", "2", "-j", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let file = dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap())
+        .unwrap();
+    assert_eq!(file.families.len(), 1, "{file:?}");
+    let f = &file.families[0];
+    assert_eq!(
+        (f.system.as_str(), f.backend.as_str(), f.model.as_str()),
+        ("h200_sxm", "vllm", "meta-llama/Meta-Llama-3.1-70B")
+    );
+    let fit = f.fit.as_ref().unwrap();
+    assert_eq!(fit.rows.len(), 3);
+    let objective =
+        |s: &dynosim::calibrate::ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
+    // The uncalibrated point (scales 1) is on the search's grid: the fit is never worse.
+    assert!(
+        objective(&fit.fitted) <= objective(&fit.uncalibrated) + 1e-9,
+        "{fit:?}"
+    );
+    let cv = fit.cross_validated.as_ref().unwrap();
+    assert_eq!(
+        (cv.scheme.as_str(), cv.folds, cv.errors.n),
+        ("leave-one-out", 3, 3)
+    );
+    assert!(fit.simulations > 0);
+
+    // validate with the file: the H200 rows calibrated, the H100 row said to be absent.
+    let out_dir = d.join("v");
+    let out = dynosim(d)
+        .args(["validate", rows.to_str().unwrap(), "-o"])
+        .arg(&out_dir)
+        .args(["--prompts-per-concurrency", "2", "-j", "2", "--calibration"])
+        .arg(&cal)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B: prefill time x"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "uncalibrated: no calibration for h100_sxm vllm meta-llama/Meta-Llama-3.1-70B in the file"
+        ),
+        "{stderr}"
+    );
+}
