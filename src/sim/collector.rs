@@ -45,6 +45,34 @@ struct Rec {
     source_released: Option<f64>,
 }
 
+impl Rec {
+    /// Moves every time of the record `t0` earlier (times relative to the measured phase).
+    fn shift_back(&mut self, t0: f64) {
+        for t in [
+            &mut self.arrival,
+            &mut self.first_token,
+            &mut self.last_token,
+            &mut self.terminal,
+        ] {
+            *t -= t0;
+        }
+        for t in [
+            &mut self.first_admit,
+            &mut self.second_token,
+            &mut self.decode_admit,
+            &mut self.source_held,
+            &mut self.destination_reserved,
+            &mut self.destination_activated,
+            &mut self.source_released,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *t -= t0;
+        }
+    }
+}
+
 pub struct Collector {
     recs: Vec<Rec>,
     gaps: TokenGaps,
@@ -59,6 +87,9 @@ pub struct Collector {
     /// cap never complete. Empty (gaps pooled at once) without a cap, where every request
     /// completes.
     pending: Vec<Vec<f64>>,
+    /// Requests `0..warmup` are warm-up requests (`Workload::warmup_sessions`): simulated, left
+    /// out of every count and metric.
+    warmup: u32,
 }
 
 impl Collector {
@@ -76,14 +107,23 @@ impl Collector {
             } else {
                 Vec::new()
             },
+            warmup: 0,
         }
+    }
+
+    /// Leaves requests `0..n` (the warm-up requests) out of every count and metric.
+    pub fn with_warmup(mut self, n: u32) -> Self {
+        self.warmup = n;
+        self
     }
 
     pub fn arrival(&mut self, req: u32, now: f64) {
         let r = &mut self.recs[req as usize];
         r.status = Status::Arrived;
         r.arrival = now;
-        self.arrivals += 1;
+        if req >= self.warmup {
+            self.arrivals += 1;
+        }
     }
 
     pub fn arrival_ms(&self, req: u32) -> f64 {
@@ -179,7 +219,14 @@ impl Collector {
             }
             return;
         }
-        let n = emitted.len() as u64;
+        let n = if self.warmup == 0 {
+            emitted.len() as u64
+        } else {
+            emitted.iter().filter(|e| e.0 >= self.warmup).count() as u64
+        };
+        if n == 0 {
+            return;
+        }
         for w in ends.windows(2) {
             self.gap(w[1] - w[0], n);
         }
@@ -193,6 +240,9 @@ impl Collector {
     /// One gap of request `req`: pooled now, or held until it completes under a time cap.
     #[inline]
     fn request_gap(&mut self, req: u32, gap: f64) {
+        if req < self.warmup {
+            return;
+        }
         match self.pending.get_mut(req as usize) {
             Some(held) => held.push(gap),
             None => self.gap(gap, 1),
@@ -238,9 +288,22 @@ impl Collector {
         }
     }
 
-    pub fn finish(mut self, w: &Workload, mut totals: RunTotals) -> super::SimOutput {
+    /// The report and records of the measured requests, their times counted from
+    /// `measured_from` (0 without warm-up: unchanged).
+    pub fn finish(
+        mut self,
+        w: &Workload,
+        mut totals: RunTotals,
+        measured_from: f64,
+    ) -> super::SimOutput {
         totals.num_requests = self.arrivals;
-        for r in &self.recs {
+        let skip = self.warmup as usize;
+        if skip > 0 {
+            for r in &mut self.recs[skip..] {
+                r.shift_back(measured_from);
+            }
+        }
+        for r in &self.recs[skip..] {
             match r.status {
                 Status::Rejected => totals.rejected_requests += 1,
                 Status::Arrived => totals.unfinished_requests += 1,
@@ -251,7 +314,7 @@ impl Collector {
         debug_assert!(totals.unfinished_waiting_requests <= totals.unfinished_requests);
         self.tally.flush(&mut self.gaps);
         let mut completed = Vec::new();
-        for (i, r) in self.recs.iter().enumerate() {
+        for (i, r) in self.recs.iter().enumerate().skip(skip) {
             if r.status != Status::Completed || r.n_out == 0 {
                 continue;
             }
@@ -270,7 +333,7 @@ impl Collector {
         let report = build_report(&completed, &self.gaps, &totals);
         let mut records = Vec::new();
         if self.keep_records {
-            for (i, r) in self.recs.iter().enumerate() {
+            for (i, r) in self.recs.iter().enumerate().skip(skip) {
                 let status = match r.status {
                     Status::Completed => "completed",
                     Status::Rejected => "rejected",

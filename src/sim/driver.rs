@@ -53,6 +53,11 @@ pub struct Driver {
     waiting_on: Vec<u32>,
     /// Per request: when its last ended dependency ended so far.
     ready_after: Vec<f64>,
+    /// Warm-up sessions (`Workload::warmup_sessions`, one request each) not ended yet; the
+    /// measured sessions are released when it reaches 0.
+    warmup_left: u32,
+    /// When the measured sessions were released (0 without warm-up; `None` while warming up).
+    measured_from: Option<f64>,
 }
 
 impl Driver {
@@ -68,7 +73,15 @@ impl Driver {
             },
             waiting_on: Vec::new(),
             ready_after: Vec::new(),
+            warmup_left: 0,
+            measured_from: Some(0.0),
         }
+    }
+
+    /// When the measured phase started: 0 without warm-up, the end of the last warm-up request
+    /// with it (`None` while warm-up requests are still running).
+    pub fn measured_from(&self) -> Option<f64> {
+        self.measured_from
     }
 
     fn push(&mut self, time: f64, req: u32) {
@@ -88,6 +101,10 @@ impl Driver {
             self.waiting_on = (0..n).map(|r| w.dependencies.num_waits(r)).collect();
             self.ready_after = vec![0.0; n as usize];
         }
+        if w.warmup_sessions > 0 {
+            self.start_warmup(w, t0);
+            return;
+        }
         match self.cap {
             Some(cap) => {
                 while self.next_session < w.sessions.len() && self.next_session < cap as usize {
@@ -102,6 +119,46 @@ impl Driver {
                         continue; // released by its dependencies
                     }
                     let t = s.first_arrival_ms.unwrap_or(0.0) / self.speedup;
+                    self.push(t, s.first_request);
+                }
+                self.next_session = w.sessions.len();
+            }
+        }
+    }
+
+    /// Schedules the warm-up sessions (the first `w.warmup_sessions`, one request each) as the
+    /// measured ones would be: up to the cap in closed loop, at their own arrivals in open loop.
+    fn start_warmup(&mut self, w: &Workload, t0: f64) {
+        let n = w.warmup_sessions as usize;
+        self.warmup_left = w.warmup_sessions;
+        self.measured_from = None;
+        let released = match self.cap {
+            Some(cap) => n.min(cap as usize),
+            None => n,
+        };
+        for s in &w.sessions[..released] {
+            let t = t0 + s.first_arrival_ms.unwrap_or(0.0) / self.speedup;
+            self.push(t, s.first_request);
+        }
+        self.next_session = released;
+    }
+
+    /// The last warm-up request ended at `now`: the measured sessions start, their arrivals
+    /// counted from `now`.
+    fn start_measured(&mut self, w: &Workload, now: f64) {
+        self.measured_from = Some(now);
+        let first = w.warmup_sessions as usize;
+        match self.cap {
+            Some(cap) => {
+                let end = w.sessions.len().min(first + cap as usize);
+                for s in first..end {
+                    self.push(now, w.sessions[s].first_request);
+                }
+                self.next_session = end;
+            }
+            None => {
+                for s in &w.sessions[first..] {
+                    let t = now + s.first_arrival_ms.unwrap_or(0.0) / self.speedup;
                     self.push(t, s.first_request);
                 }
                 self.next_session = w.sessions.len();
@@ -128,6 +185,10 @@ impl Driver {
         if !self.waiting_on.is_empty() {
             self.release_dependents(w, req, now);
         }
+        if self.measured_from.is_none() {
+            self.warmup_ended(w, now);
+            return;
+        }
         let r = &w.requests[req as usize];
         let s = &w.sessions[r.session as usize];
         if r.turn + 1 < s.num_turns {
@@ -138,6 +199,20 @@ impl Driver {
             let first = w.sessions[self.next_session].first_request;
             self.next_session += 1;
             self.push(now, first);
+        }
+    }
+
+    /// A warm-up request ended at `now` (warm-up sessions have one request each): in closed
+    /// loop the next warm-up session takes its place; after the last, the measured phase starts.
+    fn warmup_ended(&mut self, w: &Workload, now: f64) {
+        self.warmup_left -= 1;
+        if self.cap.is_some() && self.next_session < w.warmup_sessions as usize {
+            let first = w.sessions[self.next_session].first_request;
+            self.next_session += 1;
+            self.push(now, first);
+        }
+        if self.warmup_left == 0 {
+            self.start_measured(w, now);
         }
     }
 

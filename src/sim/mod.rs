@@ -469,10 +469,13 @@ impl<'w> Sim<'w> {
                         })
             })
             .collect();
-        self.early.n_max = self.w.requests.len() as u64;
-        self.early.gaps_max = self
-            .w
-            .requests
+        // Warm-up requests are in no distribution.
+        let warmup = self.w.warmup_sessions as usize;
+        for c in self.early.countable.iter_mut().take(warmup) {
+            *c = false;
+        }
+        self.early.n_max = (self.w.requests.len() - warmup) as u64;
+        self.early.gaps_max = self.w.requests[warmup..]
             .iter()
             .map(|r| r.output_length.max(1) as u64)
             .sum();
@@ -1064,6 +1067,9 @@ impl<'w> Sim<'w> {
                 decode.gpus_per_worker(),
             ),
         };
+        // Warm-up requests are left out; the measured phase's times count from its start (a
+        // warm-up that never ended leaves nothing measured: its times count from the end).
+        let measured_from = self.driver.measured_from().unwrap_or(self.now);
         let totals = crate::report::RunTotals {
             num_requests: 0,
             wall_time_ms: wall_ms,
@@ -1079,7 +1085,7 @@ impl<'w> Sim<'w> {
             worker_span_ms: if self.single_runtime {
                 None
             } else {
-                Some(self.capped_at.unwrap_or(self.now))
+                Some(self.capped_at.unwrap_or(self.now) - measured_from)
             },
             unfinished_waiting_requests: self.waiting_requests(),
             ..Default::default()
@@ -1101,7 +1107,7 @@ impl<'w> Sim<'w> {
                     .sum(),
                 cause,
             });
-        let mut out = self.col.finish(self.w, totals);
+        let mut out = self.col.finish(self.w, totals, measured_from);
         out.report.stall = stall;
         out
     }

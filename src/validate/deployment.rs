@@ -65,6 +65,9 @@ impl KvCacheDtype {
     }
 }
 
+/// AIC systems without FP4 tensor cores (Hopper, Ampere, Ada).
+const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
+
 /// What the installed AIConfigurator has: perf databases by system and backend, bundled models.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AicCatalog {
@@ -445,6 +448,13 @@ fn from_table(
     })?;
     let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
     let kv = opts.kv_cache_dtype.for_row(&p.backend, t);
+    // NVFP4 needs Blackwell's FP4 tensor cores: an FP4 row on an older GPU ran the checkpoint's
+    // own 4-bit format (gpt-oss's MXFP4 weights with BF16 activations), which is the model's
+    // default in AIC.
+    let fp4_without_tensor_cores = PRE_BLACKWELL.contains(&p.system.as_str());
+    let quant = |q: &str| -> Option<String> {
+        (!q.is_empty() && !(fp4_without_tensor_cores && q.contains("fp4"))).then(|| q.to_string())
+    };
     let concurrency = p.workload.concurrency.unwrap_or(1);
     let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {
         let mut o = Map::new();
@@ -473,11 +483,11 @@ fn from_table(
                 set("aic_moe_ep_size", json!(mep));
             }
         }
-        if !t.gemm_quant.is_empty() {
-            set("aic_gemm_dtype", json!(t.gemm_quant));
+        if let Some(q) = quant(&t.gemm_quant) {
+            set("aic_gemm_dtype", json!(q));
         }
-        if !t.moe_quant.is_empty() {
-            set("aic_moe_dtype", json!(t.moe_quant));
+        if let Some(q) = quant(&t.moe_quant) {
+            set("aic_moe_dtype", json!(q));
         }
         if let Some(kv) = kv {
             set("aic_kv_cache_dtype", json!(kv));

@@ -13,6 +13,7 @@ use crate::run::{plan_with, RunPlan, WorkloadSource};
 use crate::timing::aic::AicStats;
 use crate::timing::TimingLoader;
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use rayon::prelude::*;
 use std::time::UNIX_EPOCH;
 
@@ -22,6 +23,9 @@ pub struct Validator {
     /// Loaded on first need (a table row), once.
     catalog: Mutex<Option<Result<AicCatalog, String>>>,
     loader: Mutex<TimingLoader>,
+    /// Engine args whose AIC engine could not be built or loaded, with the message: a failed
+    /// compile is not cached on disk, and many points share one engine.
+    engine_failures: Mutex<HashMap<String, String>>,
     pool: rayon::ThreadPool,
 }
 
@@ -55,6 +59,7 @@ impl Validator {
             options,
             catalog: Mutex::new(None),
             loader: Mutex::new(TimingLoader::default()),
+            engine_failures: Mutex::new(HashMap::new()),
             pool,
         })
     }
@@ -111,6 +116,7 @@ impl Validator {
             None
         };
         let mut loader = self.loader.lock();
+        let mut failures = self.engine_failures.lock();
         points
             .iter()
             .enumerate()
@@ -143,21 +149,27 @@ impl Validator {
                     Ok(a) => a,
                     Err(e) => return Err(fail(Status::Unsupported, e.to_string(), Some(r), used)),
                 };
+                let engines = r.engine_args_json();
+                if let Some(msg) = failures.get(&engines) {
+                    return Err(fail(Status::Failed, msg.clone(), Some(r), used));
+                }
                 match plan_with(&args, UNIX_EPOCH, &mut loader) {
                     Ok(mut plan) => {
                         shape_lengths(&mut plan, &r);
                         Ok((r, used, plan))
                     }
                     Err(e) => {
-                        // AIC refusing to build the engine (no data for a shape, no memory left for
-                        // the KV cache) is a failure of the estimate; the rest are refusals of the
-                        // deployment.
-                        let status = if e.is_unbuildable() {
+                        // AIC refusing to build or load the engine (no perf data for one of its
+                        // operations, no memory left for the KV cache) is a failure of the
+                        // estimate; the rest are refusals of the deployment.
+                        let msg = e.to_string();
+                        let status = if e.is_unbuildable() || msg.contains("AIC engine") {
+                            failures.insert(engines, msg.clone());
                             Status::Failed
                         } else {
                             Status::Unsupported
                         };
-                        Err(fail(status, e.to_string(), Some(r), used))
+                        Err(fail(status, msg, Some(r), used))
                     }
                 }
             })
