@@ -50,6 +50,147 @@ pub enum Command {
     /// predicted TTFT and TPOT with the measured ones.
     #[command(allow_negative_numbers = true)]
     Validate(Box<ValidateArgs>),
+    /// Fit per-family corrections (prefill and decode time scales) to measured deployments by
+    /// simulating them, cross-validated; writes a calibration file for --calibration.
+    #[command(allow_negative_numbers = true)]
+    Calibrate(Box<CalibrateArgs>),
+}
+
+/// `--fit-on` of `dynosim calibrate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FitOn {
+    /// Each fold's fit sees that fold only and predicts the other rows (3 folds: calibrated on
+    /// a third, checked on two thirds).
+    #[value(name = "one")]
+    One,
+    /// Classic k-fold: each fold's fit sees the other folds and predicts the fold.
+    #[value(name = "rest")]
+    Rest,
+}
+
+/// Flags of `dynosim calibrate` (see docs/calibration.md). The measured points are read and
+/// simulated as `dynosim validate` does, with the same flags.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// Measured points: table CSVs and/or AIPerf exports.
+    #[arg(value_name = "MEASURED", required = true)]
+    pub measured: Vec<PathBuf>,
+    /// The calibration file to write (JSON).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Cross-validation folds (rows assigned round-robin in a fixed order); families with fewer
+    /// rows than --loo-below are cross-validated leave-one-out instead.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub folds: usize,
+    /// Which side of each fold the fit sees.
+    #[arg(long, value_enum, default_value = "one")]
+    pub fit_on: FitOn,
+    /// Families with fewer rows are cross-validated leave-one-out.
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    pub loo_below: usize,
+    /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C).
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    pub prompts_per_concurrency: u32,
+    /// Table rows: input and output lengths uniform in [⌊R·L⌋, L].
+    #[arg(long, default_value_t = 0.8, value_name = "R")]
+    pub random_range_ratio: f64,
+    /// Table rows: KV-cache dtype (auto, model, fp8, bfloat16; as `dynosim validate`).
+    #[arg(long, default_value = "auto", value_name = "DTYPE")]
+    pub kv_cache_dtype: String,
+    /// Parallel simulations [default: number of CPUs].
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Seed of every simulated run.
+    #[arg(long, default_value_t = 42, value_name = "N")]
+    pub seed: u64,
+    /// No per-family summary on stdout.
+    #[arg(long)]
+    pub quiet: bool,
+    /// AIPerf exports: aggregated engine config (MockEngineArgs JSON object).
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub extra_engine_args: Option<String>,
+    /// AIPerf exports: disaggregated prefill-pool engine config.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub prefill_engine_args: Option<String>,
+    /// AIPerf exports: disaggregated decode-pool engine config.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub decode_engine_args: Option<String>,
+    /// AIPerf exports: aggregated worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_workers: i64,
+    /// AIPerf exports: disaggregated prefill worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_prefill_workers: i64,
+    /// AIPerf exports: disaggregated decode worker count.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub num_decode_workers: i64,
+    /// AIPerf exports: request routing across workers.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "round_robin",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub router_mode: RouterModeArg,
+    /// AIPerf exports: partial KvRouterConfig JSON object.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "Deployment of AIPerf exports"
+    )]
+    pub router_config: Option<String>,
+}
+
+impl CalibrateArgs {
+    /// The same points and flags as `dynosim validate` takes them (`-o` unused).
+    pub fn as_validate_args(&self) -> ValidateArgs {
+        ValidateArgs {
+            measured: self.measured.clone(),
+            output_dir: PathBuf::new(),
+            prompts_per_concurrency: self.prompts_per_concurrency,
+            random_range_ratio: self.random_range_ratio,
+            kv_cache_dtype: self.kv_cache_dtype.clone(),
+            jobs: self.jobs,
+            seed: self.seed,
+            quiet: self.quiet,
+            calibration: None,
+            extra_engine_args: self.extra_engine_args.clone(),
+            prefill_engine_args: self.prefill_engine_args.clone(),
+            decode_engine_args: self.decode_engine_args.clone(),
+            num_workers: self.num_workers,
+            num_prefill_workers: self.num_prefill_workers,
+            num_decode_workers: self.num_decode_workers,
+            router_mode: self.router_mode,
+            router_config: self.router_config.clone(),
+        }
+    }
 }
 
 /// Flags of `dynosim validate` (implemented in the validate module; see docs/validation.md).
@@ -92,6 +233,10 @@ pub struct ValidateArgs {
     /// No console summary (errors still go to stderr).
     #[arg(long)]
     pub quiet: bool,
+    /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
+    /// simulated with its corrections.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
 
     // ---- The deployment of AIPerf exports (as `dynosim run`'s) ----
     /// Aggregated engine config (MockEngineArgs JSON object).
@@ -515,6 +660,10 @@ pub struct RunArgs {
     /// the GPUs of pools whose AIC timing names that aic_system (repeat for several).
     #[arg(long, value_name = "USD|SYSTEM=USD", help_heading = "dynosim")]
     pub gpu_hour_usd: Vec<String>,
+    /// Calibration file (written by `dynosim calibrate`): corrects the pass times of pools with
+    /// AIC timing of a family it holds.
+    #[arg(long, value_name = "FILE", help_heading = "dynosim")]
+    pub calibration: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -580,6 +729,10 @@ pub struct SweepArgs {
     /// Seconds between plain progress lines when stderr is not a terminal (logs, pipes).
     #[arg(long, default_value_t = 5.0, value_name = "S", value_parser = parse_seconds)]
     pub progress_every: f64,
+    /// Calibration file (written by `dynosim calibrate`) applied to every point with AIC timing;
+    /// overrides the spec's `calibration`.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
 }
 
 /// A duration in seconds: finite, >= 0.

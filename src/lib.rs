@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod config;

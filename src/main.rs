@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Man(args) => man(args),
         Command::Aic(dynosim::cli::AicCommand::List) => aic_list(),
         Command::Validate(args) => validate(*args),
+        Command::Calibrate(args) => dynosim::calibrate::command::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,6 +80,7 @@ fn sweep(args: dynosim::cli::SweepArgs) -> ExitCode {
         early_stop: !args.no_early_stop,
         stop_grace: Some(std::time::Duration::from_secs_f64(args.stop_grace)),
         progress_every: std::time::Duration::from_secs_f64(args.progress_every.max(0.1)),
+        calibration: args.calibration,
     };
     match dynosim::sweep::run_sweep(&opts) {
         Ok(outcome) => ExitCode::from(outcome.exit_code() as u8),

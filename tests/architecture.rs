@@ -20,6 +20,7 @@ const FLOORS: &[&[&str]] = &[
     &["timing", "workload"],
     &["workload::formats"],
     &["config"],
+    &["calibrate"],
     &["engine"],
     &["router", "report"],
     &["sim"],
@@ -27,6 +28,7 @@ const FLOORS: &[&[&str]] = &[
     &["cli", "compare"],
     &["run"],
     &["validate", "deploy"],
+    &["calibrate::command"],
 ];
 
 const MAX_FILE_LINES: usize = 1500;

@@ -8,6 +8,7 @@
 //! DynoSim's deployment rules are `config::build`'s, shared with a sweep point: this module turns
 //! flags into the builder's inputs, `flags` words its problems by flag, `execute` runs the plan.
 
+use crate::calibrate::{notes, CalibrationFile};
 use crate::cli::{ReplayMode, RouterModeArg, RunArgs, TraceFormat};
 use crate::config::aic::{load_prefill_load_estimator, router_aic_engine, RouterAicValues};
 use crate::config::build::{self, PoolsInput, TopologyInput, Wording};
@@ -94,7 +95,13 @@ fn plan_inner(
     }
 
     // Rules 9, 10, 12: aggregated or disaggregated topology.
-    let topology = build_topology(args, extra, prefill, decode, router_mode)?;
+    let mut topology = build_topology(args, extra, prefill, decode, router_mode)?;
+    if let Some(path) = &args.calibration {
+        let file = CalibrationFile::load(path, "--calibration")?;
+        for line in notes(&file.apply_topology(&mut topology)) {
+            eprintln!("calibration {}: {line}", path.display());
+        }
+    }
 
     if using_trace {
         check_trace_format(args, &topology)?;

@@ -108,7 +108,34 @@ pub(crate) fn resolve_points(
     if aic.loaded > 0 {
         eprintln!("{}", aic.summary());
     }
+    if let Some(c) = &spec.calibration {
+        for line in calibration_notes(&c.0, &points) {
+            eprintln!("{line}");
+        }
+    }
     Ok(points)
+}
+
+/// One note per distinct outcome of the calibration over the points of this run that are
+/// simulated: which families were calibrated and how, and which points were not and why.
+fn calibration_notes(file: &str, points: &[ResolvedPoint]) -> Vec<String> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    let mut simulated = 0;
+    for p in points.iter().filter(|p| p.verdict == Verdict::Run) {
+        simulated += 1;
+        for line in crate::calibrate::notes(&p.calibration) {
+            match counts.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((line, 1)),
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(line, n)| {
+            format!("dynosim: calibration {file}: {line} ({n} of {simulated} points to simulate)")
+        })
+        .collect()
 }
 
 fn params_text(p: &ResolvedPoint) -> String {

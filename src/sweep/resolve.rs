@@ -17,6 +17,7 @@
 
 use super::spec::{Mode, Param, Pool, Spec};
 use super::values::{canonical_json, value_text};
+use crate::calibrate::Applied;
 use crate::config::aic::{
     load_prefill_load_estimator, router_aic_engine, RouterAicValues, ROUTER_AIC_KEYS,
 };
@@ -65,6 +66,8 @@ pub struct ResolvedPoint {
     /// The lowest point id of the whole grid with the identical resolved configuration and
     /// workload, when that is another point: this one is simulated once, as that one.
     pub duplicate_of: Option<u64>,
+    /// What the spec's calibration did to each pool (empty without a calibration).
+    pub calibration: Vec<Applied>,
 }
 
 impl ResolvedPoint {
@@ -493,7 +496,11 @@ impl<'s> Resolver<'s> {
             num_decode_workers: i64::from(num_decode),
             router_mode,
         };
-        let (topology, mut problems) = build::build_topology(input, &SpecKeys);
+        let (mut topology, mut problems) = build::build_topology(input, &SpecKeys);
+        let calibration = match &spec.calibration {
+            Some(c) => c.1.apply_topology(&mut topology),
+            None => Vec::new(),
+        };
         let router_cfg = self
             .router(&router)
             .map_err(|e| point_err(&e.to_string()))?;
@@ -539,6 +546,7 @@ impl<'s> Resolver<'s> {
             gpus,
             verdict,
             duplicate_of: None,
+            calibration,
         })
     }
 }

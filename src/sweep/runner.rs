@@ -21,7 +21,12 @@ pub(crate) fn run_with(
     backend: &Backend,
     stop: &Stop,
 ) -> Result<SweepOutcome, SweepError> {
-    let spec = load_spec(&opts.spec)?;
+    let mut spec = load_spec(&opts.spec)?;
+    if let Some(path) = &opts.calibration {
+        // `--calibration` wins over the spec's `calibration`.
+        let file = crate::calibrate::CalibrationFile::load(path, "--calibration")?;
+        spec.calibration = Some(std::sync::Arc::new((path.display().to_string(), file)));
+    }
     let shard = check_shard(opts.shard)?;
     let total = checked_size(&spec, opts.max_points)?;
     for w in super::inert_axes::warnings(&spec) {

@@ -9,6 +9,7 @@
 //! Mappings are walked as `serde_yaml` values because they keep the file's key order: the grid's
 //! axes and a bundle's keys expand in the order they are written.
 
+use crate::calibrate::CalibrationFile;
 use crate::config::limits::MAX_ENGINE_RANKS;
 use crate::config::{RouterMode, Sla};
 use crate::error::InputError;
@@ -16,6 +17,7 @@ use serde_json::{Map, Number, Value};
 use serde_yaml::Value as Yaml;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 mod cost;
 mod search;
@@ -47,6 +49,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "group_by",
     "early_stop",
     "cost",
+    "calibration",
 ];
 
 /// Workload keys: the `dynosim run` workload flags with underscores.
@@ -349,6 +352,11 @@ pub struct Spec {
     /// `cost.gpu_hour_usd`: GPU-hour prices; every simulated point then gets the cost columns
     /// (`crate::report::cost::COST_KEYS`).
     pub cost: Option<crate::report::cost::GpuPrices>,
+    /// `calibration`: the calibration file as written (relative to the spec's folder).
+    pub calibration_path: Option<PathBuf>,
+    /// The calibration every point takes (the spec's `calibration`, or `--calibration`), with
+    /// the name notes show it by; loaded by [`load_spec`] or the caller.
+    pub calibration: Option<Arc<(String, CalibrationFile)>>,
 }
 
 /// The workload keys a capacity search may vary (more load = higher value).
@@ -441,8 +449,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn load_spec(file: &Path) -> Result<Spec, InputError> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| InputError::new(format!("{}: cannot read the spec: {e}", file.display())))?;
-    let spec = parse_spec(&text, file)?;
+    let mut spec = parse_spec(&text, file)?;
     check_trace_files(&spec)?;
+    if let Some(path) = &spec.calibration_path {
+        let full = spec.dir.join(path);
+        let origin = format!("{}: key calibration", file.display());
+        let loaded = CalibrationFile::load(&full, &origin)?;
+        spec.calibration = Some(Arc::new((full.display().to_string(), loaded)));
+    }
     Ok(spec)
 }
 
@@ -1066,6 +1080,15 @@ pub fn parse_spec(text: &str, file: &Path) -> Result<Spec, InputError> {
                 Yaml::String(s) if !s.is_empty() => spec.output = Some(PathBuf::from(s)),
                 _ => return Err(ctx.err("output", "expected a folder path")),
             },
+            "calibration" => match v {
+                Yaml::String(s) if !s.is_empty() => spec.calibration_path = Some(PathBuf::from(s)),
+                _ => {
+                    return Err(ctx.err(
+                        "calibration",
+                        "expected the path of a calibration file (written by dynosim calibrate)",
+                    ))
+                }
+            },
             _ => {
                 return Err(ctx.err(
                     key,
@@ -1165,6 +1188,8 @@ fn default_spec(text: &str, file: &Path) -> Spec {
         group_by: Vec::new(),
         early_stop: true,
         cost: None,
+        calibration_path: None,
+        calibration: None,
     }
 }
 

@@ -39,6 +39,8 @@ pub struct SweepOptions {
     pub stop_grace: Option<std::time::Duration>,
     /// `--progress-every S`: seconds between plain progress lines when stderr is not a terminal.
     pub progress_every: std::time::Duration,
+    /// `--calibration FILE`: the calibration every point takes (over the spec's `calibration`).
+    pub calibration: Option<PathBuf>,
 }
 
 impl SweepOptions {
@@ -57,6 +59,7 @@ impl SweepOptions {
             early_stop: true,
             stop_grace: None,
             progress_every: DEFAULT_PROGRESS_EVERY,
+            calibration: None,
         }
     }
 }

@@ -22,6 +22,7 @@
 //! DynoSim's refusals) or `failed` (it was expressed, but the simulation or AIC's estimator
 //! failed), with the reason.
 
+pub mod calibration;
 pub(crate) mod deployment;
 pub(crate) mod deployment_from;
 pub(crate) mod html;

@@ -60,7 +60,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
     })
 }
 
-fn flags(args: &ValidateArgs) -> FlagDeployment {
+pub(crate) fn flags(args: &ValidateArgs) -> FlagDeployment {
     FlagDeployment {
         extra_engine_args: args.extra_engine_args.clone(),
         prefill_engine_args: args.prefill_engine_args.clone(),
@@ -107,7 +107,18 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
     let points = read_inputs(&args.measured, &flags(args))?;
     let validator = Validator::new(opts.clone())?;
     validator.check_catalog(&points)?;
-    let results = validator.simulate(&points, &Corrections::none());
+    let corrections = match &args.calibration {
+        None => Corrections::none(),
+        Some(path) => {
+            let file = crate::calibrate::CalibrationFile::load(path, "--calibration")?;
+            let (c, notes) = super::calibration::corrections(&validator, &points, &file);
+            for line in notes {
+                eprintln!("calibration {}: {line}", path.display());
+            }
+            c
+        }
+    };
+    let results = validator.simulate(&points, &corrections);
     let groups = summarize(&points, &results);
     let files = [
         (CSV_FILE, csv_text(&points, &results)?),

@@ -92,6 +92,15 @@ impl Validator {
             .clone()
     }
 
+    /// Each point's recipe before corrections (`None`: the point cannot be expressed).
+    pub fn recipes(&self, points: &[MeasuredPoint]) -> Vec<Option<Recipe>> {
+        let catalog = self.catalog().ok();
+        points
+            .iter()
+            .map(|p| recipe(p, &self.options, catalog.as_ref()).ok().map(|r| r.0))
+            .collect()
+    }
+
     /// The recipe and plan of each point, built in order through the shared loader.
     fn plan_all(
         &self,

@@ -1,0 +1,290 @@
+//! `dynosim calibrate MEASURED... -o calibration.json`: reads the measured points as `dynosim
+//! validate` does, groups them by AIC family, and per family fits the time scales with
+//! [`super::fit`] by simulating the points through validate's [`Validator`], cross-validates the
+//! fit, and writes the calibration file (under a temporary name, renamed when complete).
+//!
+//! Rows of a family are ordered by (mode, ISL, OSL, concurrency, id) and assigned to folds
+//! round-robin in that order, so folds are fixed by the data and every fold spans the family's
+//! shapes. Families with fewer rows than `--loo-below` are cross-validated leave-one-out.
+
+use super::fit::{cross_validate, fit, summarize, Memo, Prediction, Scheme, Target};
+use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
+use crate::cli::{CalibrateArgs, FitOn};
+use crate::error::InputError;
+use crate::validate::calibration::{aic_family, correction_keys};
+use crate::validate::{
+    Corrections as KeyCorrections, MeasuredPoint, PointResult, Status, Validator,
+};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The fit's objective, as written into the file.
+const OBJECTIVE: &str = "mean |TTFT error| + mean |TPOT error| (relative to the measured values)";
+
+/// Runs `dynosim calibrate`.
+pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let va = args.as_validate_args();
+    let opts = crate::validate::output::options(&va)?;
+    if args.folds < 2 {
+        return Err(InputError::new(format!("--folds must be >= 2, got {}", args.folds)).into());
+    }
+    check_output(&args.output)?;
+    let points = crate::validate::read_inputs(&va.measured, &crate::validate::output::flags(&va))?;
+    let validator = Validator::new(opts.clone())?;
+    validator.check_catalog(&points)?;
+    let baseline = validator.simulate(&points, &KeyCorrections::none());
+
+    let (families, left_out) = group(&points, &baseline);
+    for line in &left_out {
+        eprintln!("calibrate: {line}");
+    }
+    let mut file = CalibrationFile::new(
+        args.measured
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        options_json(args),
+    );
+    for (family, rows) in &families {
+        if let Some(entry) = calibrate_family(args, &validator, &points, &baseline, family, rows) {
+            file.families.push(entry);
+        } else {
+            eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
+        }
+    }
+    write_file(&args.output, &file.to_json())?;
+    if !args.quiet {
+        print!("{}", render(&file));
+        println!(
+            "{} families calibrated in {:.1} s; written to {}",
+            file.families.len(),
+            started.elapsed().as_secs_f64(),
+            args.output.display()
+        );
+    }
+    Ok(())
+}
+
+/// The points of each AIC family (indices into `points`), and notes on the points left out.
+fn group(
+    points: &[MeasuredPoint],
+    baseline: &[PointResult],
+) -> (BTreeMap<Family, Vec<usize>>, Vec<String>) {
+    let mut families: BTreeMap<Family, Vec<usize>> = BTreeMap::new();
+    let mut notes = Vec::new();
+    for (i, (p, r)) in points.iter().zip(baseline).enumerate() {
+        let measured = p.measured_ttft_ms.is_some_and(|x| x > 0.0)
+            && p.measured_tpot_ms.is_some_and(|x| x > 0.0);
+        if !measured {
+            notes.push(format!("{}: no measured TTFT and TPOT; left out", p.id));
+            continue;
+        }
+        match r.recipe.as_ref().and_then(aic_family) {
+            Some(f) => families.entry(f).or_default().push(i),
+            None if r.status != Status::Ok => notes.push(format!(
+                "{}: {} ({}); left out",
+                p.id,
+                r.status.name(),
+                r.reason
+            )),
+            None => notes.push(format!("{}: no AIC timing, so no family; left out", p.id)),
+        }
+    }
+    (families, notes)
+}
+
+/// Fits, cross-validates and describes one family; `None` when none of its rows simulates.
+fn calibrate_family(
+    args: &CalibrateArgs,
+    validator: &Validator,
+    points: &[MeasuredPoint],
+    baseline: &[PointResult],
+    family: &Family,
+    rows: &[usize],
+) -> Option<FamilyCalibration> {
+    // Local row i is points[rows[i]].
+    let targets: Vec<Target> = rows
+        .iter()
+        .map(|&i| Target {
+            ttft_ms: points[i].measured_ttft_ms.unwrap_or(f64::NAN),
+            tpot_ms: points[i].measured_tpot_ms.unwrap_or(f64::NAN),
+        })
+        .collect();
+    let prediction = |r: &PointResult| -> Prediction {
+        match (&r.status, &r.predicted) {
+            (Status::Ok, Some(p)) => Ok((p.ttft_ms, p.tpot_ms)),
+            _ => Err(format!("{}: {}", r.status.name(), r.reason)),
+        }
+    };
+    let mut simulate = |local: &[usize], c: Corrections| -> Vec<Prediction> {
+        let subset: Vec<MeasuredPoint> = local.iter().map(|&l| points[rows[l]].clone()).collect();
+        let mut keys = KeyCorrections::none();
+        for &l in local {
+            if let Some(recipe) = &baseline[rows[l]].recipe {
+                keys.by_family
+                    .insert(points[rows[l]].family(), correction_keys(recipe, c));
+            }
+        }
+        validator
+            .simulate(&subset, &keys)
+            .iter()
+            .map(prediction)
+            .collect()
+    };
+    let mut memo = Memo::new(&mut simulate);
+    let all: Vec<usize> = (0..rows.len()).collect();
+    for &l in &all {
+        memo.seed(l, Corrections::NONE, prediction(&baseline[rows[l]]));
+    }
+    let uncalibrated = summarize(&targets, &all, &memo.predict(&all, Corrections::NONE));
+    let fitted = fit(&mut memo, &targets, &all)?;
+    let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
+
+    let mut order = all.clone();
+    order.sort_by(|&a, &b| {
+        let (p, q) = (&points[rows[a]], &points[rows[b]]);
+        let key = |p: &MeasuredPoint| {
+            (
+                p.mode.clone(),
+                p.workload.isl,
+                p.workload.osl,
+                p.workload.concurrency.unwrap_or(0),
+            )
+        };
+        key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
+    });
+    let scheme = if rows.len() < args.loo_below {
+        Scheme::LeaveOneOut
+    } else {
+        match args.fit_on {
+            FitOn::One => Scheme::FitOnOne { folds: args.folds },
+            FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
+        }
+    };
+    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme);
+    let failed: Vec<String> = all
+        .iter()
+        .filter_map(|&l| {
+            prediction(&baseline[rows[l]])
+                .err()
+                .map(|why| format!("{}: {why}", points[rows[l]].id))
+        })
+        .collect();
+    let record = FitRecord {
+        rows: rows.iter().map(|&i| points[i].id.clone()).collect(),
+        rows_failed: failed,
+        objective: OBJECTIVE.to_string(),
+        uncalibrated,
+        fitted: in_sample,
+        cross_validated,
+        simulations: memo.simulations,
+    };
+    Some(FamilyCalibration::new(
+        family.clone(),
+        fitted.corrections,
+        Some(record),
+    ))
+}
+
+/// The settings of the fit, as written into the file.
+fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Value> {
+    let v = json!({
+        "folds": args.folds,
+        "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
+        "loo_below": args.loo_below,
+        "prompts_per_concurrency": args.prompts_per_concurrency,
+        "random_range_ratio": args.random_range_ratio,
+        "kv_cache_dtype": args.kv_cache_dtype,
+        "seed": args.seed,
+    });
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// One line per family: scales, then uncalibrated, in-sample and cross-validated errors.
+pub fn render(file: &CalibrationFile) -> String {
+    let mut out = format!(
+        "{:<44} {:>5} {:>8} {:>8}  {:>15}  {:>15}  {:>22}\n",
+        "family",
+        "rows",
+        "prefill",
+        "decode",
+        "uncal TTFT/TPOT",
+        "fit TTFT/TPOT",
+        "cross-val TTFT/TPOT"
+    );
+    for f in &file.families {
+        let name = format!("{} {} {}", f.system, f.backend, f.model);
+        let Some(fit) = &f.fit else { continue };
+        let pair = |s: &super::ErrorSummary| {
+            format!("{:.1}%/{:.1}%", s.ttft_mean_abs_pct, s.tpot_mean_abs_pct)
+        };
+        let cv = match &fit.cross_validated {
+            Some(c) => format!("{} ({})", pair(&c.errors), short_scheme(&c.scheme, c.folds)),
+            None => "n/a (too few rows)".to_string(),
+        };
+        out.push_str(&format!(
+            "{:<44} {:>5} {:>8.3} {:>8.3}  {:>15}  {:>15}  {:>22}\n",
+            name,
+            fit.rows.len(),
+            f.prefill_scale,
+            f.decode_scale,
+            pair(&fit.uncalibrated),
+            pair(&fit.fitted),
+            cv
+        ));
+    }
+    out
+}
+
+fn short_scheme(scheme: &str, folds: usize) -> String {
+    match scheme {
+        "leave-one-out" => "LOO".to_string(),
+        "folds-fit-on-one" => format!("fit on 1/{folds}"),
+        _ => format!("{folds}-fold"),
+    }
+}
+
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Refuses, before anything is simulated, a file that could never be written.
+fn check_output(path: &Path) -> Result<(), InputError> {
+    if path.is_dir() {
+        return Err(InputError::new(format!(
+            "-o {}: is a folder, expected the calibration file to write",
+            path.display()
+        )));
+    }
+    let dir = folder_of(path);
+    if !dir.is_dir() {
+        return Err(InputError::new(format!(
+            "-o {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder.
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = folder_of(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::bail!("cannot write {}: {e}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! Fitting one family's corrections to measured points by simulating them in the loop, and
+//! cross-validating the fit.
+//!
+//! The search rests on one property of the simulation: scaling every pass time by the same
+//! factor `k` scales every simulated time by `k` when requests do not arrive on a clock (the
+//! measured benchmarks send all prompts at once under a concurrency cap). So of the two
+//! corrections only their ratio `r = prefill_scale / decode_scale` changes the shape of a run
+//! (how prefill passes and decode steps interleave, so queueing and first-token times); the
+//! common scale `k` just multiplies the predictions. The fit therefore searches `r` in one
+//! dimension (a coarse-to-fine grid over log₂ r, every grid point one simulation of the training
+//! rows at `decode_scale = 1`), and for each `r` takes the `k` that minimises the objective in
+//! closed form (a weighted median). The corrections found are then simulated as they are, and
+//! those predictions (not the scaled ones) give every reported error; where the runs are not
+//! scale-invariant (points arriving at a request rate), up to three closed-form updates of `k`
+//! on real predictions follow.
+//!
+//! Objective: mean |TTFT error| + mean |TPOT error| over the rows, errors relative to the
+//! measured value. Grid points sit on a fixed dyadic lattice of log₂ r, so folds of a
+//! cross-validation share most simulations through the memo ([`Memo`]); a fold's fit still
+//! reads only its own training rows' predictions.
+
+use super::{Corrections, CrossValidation, ErrorSummary};
+use std::collections::HashMap;
+
+/// The measured times of one point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+}
+
+/// Predicted (TTFT, TPOT) of one point, in ms; `Err` with the reason when it cannot be simulated.
+pub type Prediction = Result<(f64, f64), String>;
+
+/// Simulates measured points under corrections. `rows` index the family's points.
+pub trait Simulator {
+    fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction>;
+}
+
+impl<F: FnMut(&[usize], Corrections) -> Vec<Prediction>> Simulator for F {
+    fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction> {
+        self(rows, c)
+    }
+}
+
+/// Predictions already simulated, by (row, corrections' bits): a fit and its cross-validation
+/// run each distinct simulation once.
+pub struct Memo<'s> {
+    sim: &'s mut dyn Simulator,
+    done: HashMap<(usize, u64, u64), Prediction>,
+    /// Simulations run (not memo hits).
+    pub simulations: usize,
+}
+
+impl<'s> Memo<'s> {
+    pub fn new(sim: &'s mut dyn Simulator) -> Self {
+        Memo {
+            sim,
+            done: HashMap::new(),
+            simulations: 0,
+        }
+    }
+
+    /// Records a prediction already simulated elsewhere (not counted as a simulation).
+    pub fn seed(&mut self, row: usize, c: Corrections, p: Prediction) {
+        self.done.insert(
+            (row, c.prefill_scale.to_bits(), c.decode_scale.to_bits()),
+            p,
+        );
+    }
+
+    /// Predictions of `rows` under `c`, in `rows`' order (only the missing ones are simulated,
+    /// in one call).
+    pub fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction> {
+        let key = |r: usize| (r, c.prefill_scale.to_bits(), c.decode_scale.to_bits());
+        let mut missing: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&r| !self.done.contains_key(&key(r)))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            let got = self.sim.predict(&missing, c);
+            self.simulations += missing.len();
+            for (r, p) in missing.into_iter().zip(got) {
+                self.done.insert(key(r), p);
+            }
+        }
+        rows.iter().map(|&r| self.done[&key(r)].clone()).collect()
+    }
+}
+
+/// What a fit found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fitted {
+    pub corrections: Corrections,
+    /// The objective on the training rows, from the corrections simulated as they are.
+    pub objective: f64,
+}
+
+/// Ratios predicted / measured of the rows that simulated.
+fn ratios(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> (Vec<f64>, Vec<f64>) {
+    let mut t = Vec::with_capacity(rows.len());
+    let mut u = Vec::with_capacity(rows.len());
+    for (&r, p) in rows.iter().zip(preds) {
+        if let Ok((ttft, tpot)) = p {
+            t.push(ttft / targets[r].ttft_ms);
+            u.push(tpot / targets[r].tpot_ms);
+        }
+    }
+    (t, u)
+}
+
+/// mean |k·t − 1| + mean |k·u − 1|.
+fn objective(k: f64, t: &[f64], u: &[f64]) -> f64 {
+    let mean = |xs: &[f64]| xs.iter().map(|x| (k * x - 1.0).abs()).sum::<f64>() / xs.len() as f64;
+    mean(t) + mean(u)
+}
+
+/// The `k` minimising [`objective`]: it is piecewise linear and convex in `k`, with its minimum
+/// at a weighted median of the points 1/x (weight x / the size of x's set).
+pub fn best_scale(t: &[f64], u: &[f64]) -> f64 {
+    let mut pts: Vec<(f64, f64)> = Vec::with_capacity(t.len() + u.len());
+    for (xs, n) in [(t, t.len()), (u, u.len())] {
+        for &x in xs {
+            if x > 0.0 && x.is_finite() {
+                pts.push((1.0 / x, x / n as f64));
+            }
+        }
+    }
+    if pts.is_empty() {
+        return 1.0;
+    }
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pts.iter().map(|p| p.1).sum();
+    let mut acc = 0.0;
+    for &(v, w) in &pts {
+        acc += w;
+        if acc >= total / 2.0 {
+            return v;
+        }
+    }
+    pts[pts.len() - 1].0
+}
+
+/// The grid of log₂ r: coarse steps of 1/2 over [-2, 2] (widened by 1/2 up to [-4, 4] while the
+/// best point is on an edge), then halving steps down to 1/16 around the best.
+const COARSE: (i32, i32) = (-4, 4); // in units of 1/2
+const WIDEST: i32 = 8; // ±4 in units of 1/2
+const FINEST_STEP: f64 = 1.0 / 16.0;
+
+/// Fits corrections to `rows` (indices into `targets`). `None` when no row simulates.
+pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize]) -> Option<Fitted> {
+    let mut seen: Vec<(f64, f64, f64)> = Vec::new(); // (log2 r, objective, k)
+    let eval = |memo: &mut Memo, l: f64, seen: &mut Vec<(f64, f64, f64)>| -> Option<f64> {
+        if let Some(s) = seen.iter().find(|s| s.0 == l) {
+            return Some(s.1);
+        }
+        let c = Corrections {
+            prefill_scale: l.exp2(),
+            decode_scale: 1.0,
+        };
+        let preds = memo.predict(rows, c);
+        let (t, u) = ratios(targets, rows, &preds);
+        if t.is_empty() {
+            return None;
+        }
+        let k = best_scale(&t, &u);
+        let obj = objective(k, &t, &u);
+        seen.push((l, obj, k));
+        Some(obj)
+    };
+    let best = |seen: &[(f64, f64, f64)]| {
+        seen.iter()
+            .copied()
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.abs().total_cmp(&b.0.abs())))
+    };
+    let (mut lo, mut hi) = COARSE;
+    for h in lo..=hi {
+        eval(memo, f64::from(h) / 2.0, &mut seen)?;
+    }
+    loop {
+        let b = best(&seen)?.0;
+        if b <= f64::from(lo) / 2.0 && lo > -WIDEST {
+            lo -= 1;
+            eval(memo, f64::from(lo) / 2.0, &mut seen)?;
+        } else if b >= f64::from(hi) / 2.0 && hi < WIDEST {
+            hi += 1;
+            eval(memo, f64::from(hi) / 2.0, &mut seen)?;
+        } else {
+            break;
+        }
+    }
+    let mut step = 0.25;
+    while step >= FINEST_STEP {
+        let b = best(&seen)?.0;
+        for l in [b - step, b + step] {
+            eval(memo, l, &mut seen)?;
+        }
+        step /= 2.0;
+    }
+    let (l, _, k) = best(&seen)?;
+    let mut c = Corrections {
+        prefill_scale: l.exp2() * k,
+        decode_scale: k,
+    };
+    // The corrections as they are; if the runs were not scale-invariant, update k on them.
+    let mut result: Option<Fitted> = None;
+    for _ in 0..4 {
+        let preds = memo.predict(rows, c);
+        let (t, u) = ratios(targets, rows, &preds);
+        if t.is_empty() {
+            break;
+        }
+        let obj = objective(1.0, &t, &u);
+        if result.is_none_or(|r| obj < r.objective) {
+            result = Some(Fitted {
+                corrections: c,
+                objective: obj,
+            });
+        }
+        let k = best_scale(&t, &u);
+        if (k - 1.0).abs() < 1e-9 {
+            break;
+        }
+        c = Corrections {
+            prefill_scale: c.prefill_scale * k,
+            decode_scale: c.decode_scale * k,
+        };
+    }
+    result
+}
+
+/// Error figures of the rows that simulated (errors in percent of the measured value).
+pub fn summarize(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> ErrorSummary {
+    let (t, u) = ratios(targets, rows, preds);
+    let pct = |xs: &[f64]| -> Vec<f64> { xs.iter().map(|x| (x - 1.0) * 100.0).collect() };
+    let (t, u) = (pct(&t), pct(&u));
+    let mean_abs = |xs: &[f64]| {
+        if xs.is_empty() {
+            0.0
+        } else {
+            xs.iter().map(|x| x.abs()).sum::<f64>() / xs.len() as f64
+        }
+    };
+    ErrorSummary {
+        n: t.len(),
+        ttft_mean_abs_pct: mean_abs(&t),
+        ttft_signed_median_pct: median(&t),
+        tpot_mean_abs_pct: mean_abs(&u),
+        tpot_signed_median_pct: median(&u),
+    }
+}
+
+/// The median (mean of the two middle values for an even count; 0 for none).
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// How held-out rows are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `folds` folds; each fold's fit uses that fold alone and predicts all other rows
+    /// (calibrate on a third, check on two thirds, for 3 folds).
+    FitOnOne { folds: usize },
+    /// Classic k-fold: each fold's fit uses the other folds and predicts the fold.
+    FitOnRest { folds: usize },
+    /// Each row predicted by a fit on all the others.
+    LeaveOneOut,
+}
+
+impl Scheme {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::FitOnOne { .. } => "folds-fit-on-one",
+            Scheme::FitOnRest { .. } => "folds-fit-on-rest",
+            Scheme::LeaveOneOut => "leave-one-out",
+        }
+    }
+}
+
+/// Cross-validates the fit over `order` (the family's rows in a deterministic order chosen by
+/// the caller): fold of the row at position i = i mod folds, so every fold spans the order.
+/// `None` when there are too few rows for the scheme (fewer than 2, or than the folds).
+pub fn cross_validate(
+    memo: &mut Memo,
+    targets: &[Target],
+    order: &[usize],
+    scheme: Scheme,
+) -> Option<CrossValidation> {
+    let n = order.len();
+    let (folds, fit_on_fold) = match scheme {
+        Scheme::FitOnOne { folds } => (folds, true),
+        Scheme::FitOnRest { folds } => (folds, false),
+        Scheme::LeaveOneOut => (n, false),
+    };
+    if n < 2 || folds < 2 || folds > n {
+        return None;
+    }
+    let mut test_rows: Vec<usize> = Vec::new();
+    let mut test_preds: Vec<Prediction> = Vec::new();
+    let mut fold_corrections = Vec::with_capacity(folds);
+    for f in 0..folds {
+        let (inside, outside): (Vec<usize>, Vec<usize>) = order
+            .iter()
+            .enumerate()
+            .partition::<Vec<(usize, &usize)>, _>(|(i, _)| i % folds == f)
+            .map2(|v| v.into_iter().map(|(_, &r)| r).collect());
+        let (train, test) = if fit_on_fold {
+            (inside, outside)
+        } else {
+            (outside, inside)
+        };
+        let Some(fitted) = fit(memo, targets, &train) else {
+            continue;
+        };
+        fold_corrections.push(fitted.corrections);
+        let preds = memo.predict(&test, fitted.corrections);
+        test_rows.extend(test);
+        test_preds.extend(preds);
+    }
+    Some(CrossValidation {
+        scheme: scheme.name().to_string(),
+        folds,
+        errors: summarize(targets, &test_rows, &test_preds),
+        fold_corrections,
+    })
+}
+
+/// `(a, b).map2(f)` = `(f(a), f(b))`.
+trait Map2<T> {
+    fn map2<U>(self, f: impl Fn(T) -> U) -> (U, U);
+}
+
+impl<T> Map2<T> for (T, T) {
+    fn map2<U>(self, f: impl Fn(T) -> U) -> (U, U) {
+        (f(self.0), f(self.1))
+    }
+}
+
+#[cfg(test)]
+mod tests;

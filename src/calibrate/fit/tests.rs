@@ -1,0 +1,225 @@
+use super::*;
+
+/// A stand-in for the simulation with the property the fit relies on (all times scale with
+/// a common factor) and a shape that depends on the ratio of the two scales: a row's TTFT is
+/// its prefill work plus a queue of decode steps, its TPOT decode steps with some prefill
+/// passes interleaved.
+#[derive(Clone)]
+struct Toy {
+    /// Per row: (prefill ms, queued decode ms, decode ms, interleaved prefill ms).
+    rows: Vec<(f64, f64, f64, f64)>,
+    calls: usize,
+}
+
+impl Toy {
+    fn new(n: usize) -> Self {
+        let rows = (0..n)
+            .map(|i| {
+                let x = i as f64;
+                (
+                    20.0 + 37.0 * (x % 5.0),
+                    5.0 + 11.0 * (x % 3.0),
+                    8.0 + 0.7 * (x % 7.0),
+                    0.2 + 0.3 * (x % 4.0),
+                )
+            })
+            .collect();
+        Toy { rows, calls: 0 }
+    }
+
+    fn times(&self, r: usize, c: Corrections) -> (f64, f64) {
+        let (p, q, d, e) = self.rows[r];
+        (
+            p * c.prefill_scale + q * c.decode_scale,
+            d * c.decode_scale + e * c.prefill_scale,
+        )
+    }
+
+    fn targets(&self, truth: Corrections) -> Vec<Target> {
+        (0..self.rows.len())
+            .map(|r| {
+                let (ttft_ms, tpot_ms) = self.times(r, truth);
+                Target { ttft_ms, tpot_ms }
+            })
+            .collect()
+    }
+}
+
+impl Simulator for Toy {
+    fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction> {
+        self.calls += 1;
+        rows.iter().map(|&r| Ok(self.times(r, c))).collect()
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a / b - 1.0).abs() <= rel
+}
+
+#[test]
+fn recovers_known_scales_on_the_lattice_exactly() {
+    // ratio 2^0.375 is a lattice point of the search; the common scale is found in closed form.
+    let truth = Corrections {
+        prefill_scale: 0.8 * 0.375f64.exp2(),
+        decode_scale: 0.8,
+    };
+    let mut toy = Toy::new(30);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..30).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows).unwrap();
+    assert!(
+        close(f.corrections.prefill_scale, truth.prefill_scale, 1e-9),
+        "{f:?}"
+    );
+    assert!(
+        close(f.corrections.decode_scale, truth.decode_scale, 1e-9),
+        "{f:?}"
+    );
+    assert!(f.objective < 1e-9, "{f:?}");
+}
+
+#[test]
+fn recovers_off_lattice_scales_within_the_finest_step() {
+    // The finest grid step is 1/16 in log2 of the ratio: the ratio is found within half of it.
+    let half_step = (FINEST_STEP / 2.0).exp2() - 1.0;
+    for (a, b) in [(1.23, 0.91), (0.37, 1.6), (3.1, 1.05), (1.0, 1.0)] {
+        let truth = Corrections {
+            prefill_scale: a,
+            decode_scale: b,
+        };
+        let mut toy = Toy::new(24);
+        let targets = toy.targets(truth);
+        let rows: Vec<usize> = (0..24).collect();
+        let mut memo = Memo::new(&mut toy);
+        let f = fit(&mut memo, &targets, &rows).unwrap();
+        let ratio = f.corrections.prefill_scale / f.corrections.decode_scale;
+        assert!(close(ratio, a / b, half_step), "truth {a}/{b}: {f:?}");
+        assert!(close(f.corrections.decode_scale, b, half_step), "{f:?}");
+        assert!(
+            close(f.corrections.prefill_scale, a, 2.0 * half_step),
+            "{f:?}"
+        );
+    }
+}
+
+#[test]
+fn the_grid_widens_when_the_ratio_is_far_out() {
+    // Ratio 8 (log2 = 3) lies outside the coarse grid [-2, 2].
+    let truth = Corrections {
+        prefill_scale: 8.0,
+        decode_scale: 1.0,
+    };
+    let mut toy = Toy::new(12);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..12).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows).unwrap();
+    assert!(close(f.corrections.prefill_scale, 8.0, 1e-9), "{f:?}");
+}
+
+#[test]
+fn best_scale_minimises_the_objective() {
+    let t = [0.8, 0.9, 1.3, 0.7];
+    let u = [1.1, 1.05, 0.95];
+    let k = best_scale(&t, &u);
+    let at = objective(k, &t, &u);
+    for i in 1..400 {
+        let other = i as f64 / 200.0;
+        assert!(objective(other, &t, &u) >= at - 1e-12, "k {k} vs {other}");
+    }
+}
+
+#[test]
+fn the_memo_simulates_each_point_once() {
+    let mut toy = Toy::new(9);
+    let targets = toy.targets(Corrections::NONE);
+    let order: Vec<usize> = (0..9).collect();
+    let mut memo = Memo::new(&mut toy);
+    let cv = cross_validate(&mut memo, &targets, &order, Scheme::FitOnOne { folds: 3 }).unwrap();
+    let sims = memo.simulations;
+    drop(memo);
+    // Every fold shares the coarse grid: far fewer simulations than folds × grid × rows.
+    assert!(sims < 3 * 15 * 9, "{sims}");
+    assert!(toy.calls > 0);
+    // Perfect model: every held-out error is 0 and every fold finds the truth.
+    assert_eq!(cv.folds, 3);
+    assert_eq!(
+        cv.errors.n, 18,
+        "each row predicted by the two folds that left it out"
+    );
+    assert!(cv.errors.ttft_mean_abs_pct < 1e-6, "{cv:?}");
+    assert!(cv.errors.tpot_mean_abs_pct < 1e-6, "{cv:?}");
+    for c in &cv.fold_corrections {
+        assert!(close(c.prefill_scale, 1.0, 1e-9) && close(c.decode_scale, 1.0, 1e-9));
+    }
+}
+
+#[test]
+fn cross_validation_sees_errors_a_fit_on_all_rows_hides() {
+    // Rows 0..6 run 30 % slower in prefill than the others: a fit on all rows compromises, and
+    // the held-out rows show errors. Leave-one-out on 6 rows: 6 folds of one test row each.
+    let mut toy = Toy::new(12);
+    let mut targets = toy.targets(Corrections::NONE);
+    for t in targets.iter_mut().take(6) {
+        t.ttft_ms *= 1.3;
+    }
+    let order: Vec<usize> = (0..12).collect();
+    let mut memo = Memo::new(&mut toy);
+    let loo = cross_validate(&mut memo, &targets, &order, Scheme::LeaveOneOut).unwrap();
+    assert_eq!(loo.folds, 12);
+    assert_eq!(loo.errors.n, 12);
+    assert!(loo.errors.ttft_mean_abs_pct > 5.0, "{loo:?}");
+    let rest = cross_validate(&mut memo, &targets, &order, Scheme::FitOnRest { folds: 3 }).unwrap();
+    assert_eq!(rest.errors.n, 12);
+    assert_eq!(rest.scheme, "folds-fit-on-rest");
+}
+
+#[test]
+fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
+    let mut sim = |rows: &[usize], c: Corrections| -> Vec<Prediction> {
+        rows.iter()
+            .map(|&r| {
+                if r == 1 {
+                    Err("unsupported".to_string())
+                } else {
+                    Ok((100.0 * c.prefill_scale, 10.0 * c.decode_scale))
+                }
+            })
+            .collect()
+    };
+    // Truth: decode x0.9, prefill x0.9·2^0.375 (a ratio on the search's lattice).
+    let prefill = 0.9 * 0.375f64.exp2();
+    let targets = vec![
+        Target {
+            ttft_ms: 100.0 * prefill,
+            tpot_ms: 9.0,
+        };
+        3
+    ];
+    let mut memo = Memo::new(&mut sim);
+    let f = fit(&mut memo, &targets, &[0, 1, 2]).unwrap();
+    assert!(close(f.corrections.prefill_scale, prefill, 1e-9), "{f:?}");
+    assert!(close(f.corrections.decode_scale, 0.9, 1e-9), "{f:?}");
+    assert!(fit(&mut memo, &targets, &[1]).is_none());
+    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut).is_none());
+    assert!(cross_validate(&mut memo, &targets, &[0, 2], Scheme::FitOnOne { folds: 3 }).is_none());
+    let preds = memo.predict(&[0, 1, 2], Corrections::NONE);
+    let s = summarize(&targets, &[0, 1, 2], &preds);
+    assert_eq!(s.n, 2);
+    assert!(
+        close(
+            s.ttft_mean_abs_pct,
+            (1.0 / prefill - 1.0).abs() * 100.0,
+            1e-9
+        ),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn median_of_odd_even_and_empty() {
+    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert_eq!(median(&[]), 0.0);
+}

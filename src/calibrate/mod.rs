@@ -1,0 +1,385 @@
+//! Calibration (issue 23 §3): per family of deployments (GPU system, backend, model, as AIC
+//! timing names them) the few corrections that make the simulation match measured points, the
+//! file `dynosim calibrate` writes and `--calibration` reads, and how a deployment's engine args
+//! take them.
+//!
+//! The corrections are time scales of the two kinds of forward pass, which DynoSim's engine args
+//! already express (spec §4.9.5): `prefill_scale` multiplies every prefill pass's time (it
+//! divides `speedup_ratio`), `decode_scale` every decode step's (it divides `speedup_ratio ×
+//! decode_speedup_ratio`). Both compose with ratios the user set: a calibrated run of
+//! `speedup_ratio: 2` is twice as fast as the calibrated run of 1.
+//!
+//! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
+//!   name the file and the key, and applying it ([`CalibrationFile::apply`]);
+//! * `fit`: the fitting algorithm over any simulator of measured points (a 1-D search over the
+//!   ratio of the two scales, the common scale in closed form), and its cross-validation;
+//! * `command`: `dynosim calibrate`, which feeds `fit` the measured points and simulation of
+//!   `dynosim validate` (on the floor above `validate`).
+//!
+//! This module imports only `config`, `timing` and `error`, so `run` and `sweep` can apply a
+//! calibration.
+
+pub mod command;
+pub mod fit;
+
+use crate::config::{EngineArgs, Topology};
+use crate::error::InputError;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// `format` of a calibration file.
+pub const FORMAT: &str = "dynosim-calibration";
+/// The `version` this dynosim writes and reads.
+pub const VERSION: u32 = 1;
+
+/// Which deployments a calibration applies to: AIC timing's GPU system, backend and model
+/// (`aic_system`, `aic_backend`, `aic_model_path`, as the engine args name them).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Family {
+    pub system: String,
+    pub backend: String,
+    pub model: String,
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.system, self.backend, self.model)
+    }
+}
+
+/// The fitted corrections of one family: multipliers of simulated pass times (1 = unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corrections {
+    /// Multiplies the time of every prefill pass.
+    pub prefill_scale: f64,
+    /// Multiplies the time of every decode step.
+    pub decode_scale: f64,
+}
+
+impl Corrections {
+    pub const NONE: Corrections = Corrections {
+        prefill_scale: 1.0,
+        decode_scale: 1.0,
+    };
+
+    /// Applies the scales to one pool's engine args, composed with the ratios already set
+    /// (a ratio ≤ 0 means "no scaling" to DynoSim, so it counts as 1 here).
+    pub fn apply_to(&self, e: &mut EngineArgs) {
+        let s = if e.speedup_ratio > 0.0 {
+            e.speedup_ratio
+        } else {
+            1.0
+        };
+        let d = if e.decode_speedup_ratio > 0.0 {
+            e.decode_speedup_ratio
+        } else {
+            1.0
+        };
+        // prefill divisor s' = s / a; decode divisor s'·d' = s·d / b.
+        e.speedup_ratio = s / self.prefill_scale;
+        e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
+    }
+}
+
+/// Error figures of a set of predictions against measurements, in percent of the measured value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSummary {
+    /// Predictions compared (a row counts once per time it was predicted).
+    pub n: usize,
+    pub ttft_mean_abs_pct: f64,
+    pub ttft_signed_median_pct: f64,
+    pub tpot_mean_abs_pct: f64,
+    pub tpot_signed_median_pct: f64,
+}
+
+/// How a family's corrections were fitted, and the errors to expect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitRecord {
+    /// Measured points the fit used (their ids), in the order they were given.
+    pub rows: Vec<String>,
+    /// Measured points of the family that could not be simulated (id: reason).
+    #[serde(default)]
+    pub rows_failed: Vec<String>,
+    /// What the fit minimises.
+    pub objective: String,
+    /// All rows, simulated without corrections.
+    pub uncalibrated: ErrorSummary,
+    /// All rows, simulated with the fitted corrections (in-sample: optimistic).
+    pub fitted: ErrorSummary,
+    /// Rows predicted by corrections fitted without them: the error to expect on unseen points.
+    pub cross_validated: Option<CrossValidation>,
+    /// Simulations of a measured point the fit and its cross-validation ran.
+    pub simulations: usize,
+}
+
+/// The cross-validation of one family's fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossValidation {
+    /// `folds-fit-on-one`, `folds-fit-on-rest` or `leave-one-out`.
+    pub scheme: String,
+    pub folds: usize,
+    /// Errors over every held-out prediction.
+    pub errors: ErrorSummary,
+    /// The corrections each fold's fit found, in fold order (how stable the fit is).
+    pub fold_corrections: Vec<Corrections>,
+}
+
+/// One family's entry of a calibration file: the family's three names, its corrections and
+/// how they were fitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyCalibration {
+    pub system: String,
+    pub backend: String,
+    pub model: String,
+    pub prefill_scale: f64,
+    pub decode_scale: f64,
+    /// Provenance (absent in a hand-written file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitRecord>,
+}
+
+impl FamilyCalibration {
+    pub fn new(family: Family, c: Corrections, fit: Option<FitRecord>) -> Self {
+        FamilyCalibration {
+            system: family.system,
+            backend: family.backend,
+            model: family.model,
+            prefill_scale: c.prefill_scale,
+            decode_scale: c.decode_scale,
+            fit,
+        }
+    }
+
+    pub fn family(&self) -> Family {
+        Family {
+            system: self.system.clone(),
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+        }
+    }
+
+    pub fn corrections(&self) -> Corrections {
+        Corrections {
+            prefill_scale: self.prefill_scale,
+            decode_scale: self.decode_scale,
+        }
+    }
+}
+
+/// A calibration file: `{"format": "dynosim-calibration", "version": 1, "families": [...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationFile {
+    pub format: String,
+    pub version: u32,
+    /// The program that wrote it (`dynosim 0.1.0`).
+    #[serde(default)]
+    pub created_by: String,
+    /// The measured-point files it was fitted on, as given.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// The settings of the fit (cross-validation, workload shape), as `dynosim calibrate` got them.
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    pub families: Vec<FamilyCalibration>,
+}
+
+/// What applying a calibration did to one pool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    Calibrated(Family, Corrections),
+    /// The pool's timing is not AIC's (DynoSim's polynomial, or a measured profile).
+    NoAicTiming,
+    /// The file has no entry for the pool's family.
+    Absent(Family),
+}
+
+impl Applied {
+    /// A short description for notes (`calibrated h200_sxm vllm M: prefill ×1.18, decode ×0.99`).
+    pub fn describe(&self) -> String {
+        match self {
+            Applied::Calibrated(f, c) => format!(
+                "{f}: prefill time x{}, decode time x{}",
+                short(c.prefill_scale),
+                short(c.decode_scale)
+            ),
+            Applied::NoAicTiming => {
+                "uncalibrated: no AIC timing (the family is AIC's system, backend and model)"
+                    .to_string()
+            }
+            Applied::Absent(f) => format!("uncalibrated: no calibration for {f} in the file"),
+        }
+    }
+}
+
+fn short(x: f64) -> String {
+    format!("{x:.4}")
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
+}
+
+impl CalibrationFile {
+    /// An empty file of the current format.
+    pub fn new(inputs: Vec<String>, options: serde_json::Map<String, serde_json::Value>) -> Self {
+        CalibrationFile {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            created_by: format!("dynosim {}", env!("CARGO_PKG_VERSION")),
+            inputs,
+            options,
+            families: Vec::new(),
+        }
+    }
+
+    /// Reads and checks a calibration file; `origin` (a flag or spec key) prefixes every message.
+    pub fn load(path: &Path, origin: &str) -> Result<Self, InputError> {
+        let at = format!("{origin}: {}", path.display());
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("{at}: cannot read the calibration file: {e}")))?;
+        Self::parse(&text).map_err(|e| e.with_origin(at))
+    }
+
+    /// Parses and checks the text of a calibration file.
+    pub fn parse(text: &str) -> Result<Self, InputError> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| InputError::new(format!("line {}: not valid JSON: {e}", e.line())))?;
+        // The format and version first, so a file of another kind or version gets that message
+        // rather than one about its fields.
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "key \"format\" is \"{other}\", expected \"{FORMAT}\" (a file written by \
+                     dynosim calibrate)"
+                )))
+            }
+            None => {
+                return Err(InputError::new(format!(
+                    "key \"format\" missing or not a string: expected \"{FORMAT}\" (a file \
+                     written by dynosim calibrate)"
+                )))
+            }
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => {
+                return Err(InputError::new(format!(
+                    "key \"version\" is {v}; this dynosim reads version {VERSION}"
+                )))
+            }
+            None => {
+                return Err(InputError::new(format!(
+                    "key \"version\" missing or not an integer: expected {VERSION}"
+                )))
+            }
+        }
+        // Typed from the text, so a wrong or unknown key is reported with its line.
+        let file: CalibrationFile = serde_json::from_str(text)
+            .map_err(|e| InputError::new(format!("line {}: {e}", e.line())))?;
+        file.check()?;
+        Ok(file)
+    }
+
+    fn check(&self) -> Result<(), InputError> {
+        let mut seen = std::collections::BTreeMap::new();
+        for (i, f) in self.families.iter().enumerate() {
+            for (key, x) in [
+                ("prefill_scale", f.prefill_scale),
+                ("decode_scale", f.decode_scale),
+            ] {
+                if !(x.is_finite() && x > 0.0) {
+                    return Err(InputError::new(format!(
+                        "families[{i}].{key} = {x}: expected a finite number > 0 (a multiplier \
+                         of simulated pass times)"
+                    )));
+                }
+            }
+            if let Some(j) = seen.insert(f.family(), i) {
+                return Err(InputError::new(format!(
+                    "families[{i}] repeats the family of families[{j}] ({})",
+                    f.family()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry of `family`, if any.
+    pub fn get(&self, family: &Family) -> Option<&FamilyCalibration> {
+        self.families.iter().find(|f| {
+            f.system == family.system && f.backend == family.backend && f.model == family.model
+        })
+    }
+
+    /// Calibrates one pool: its AIC family's corrections, if the file has them.
+    pub fn apply(&self, e: &mut EngineArgs) -> Applied {
+        let Some(family) = family_of(e) else {
+            return Applied::NoAicTiming;
+        };
+        match self.get(&family) {
+            Some(f) => {
+                let c = f.corrections();
+                c.apply_to(e);
+                Applied::Calibrated(family, c)
+            }
+            None => Applied::Absent(family),
+        }
+    }
+
+    /// Calibrates every pool of a deployment; one outcome per pool (aggregated: one; prefill,
+    /// then decode).
+    pub fn apply_topology(&self, t: &mut Topology) -> Vec<Applied> {
+        match t {
+            Topology::Aggregated { engine, .. } => vec![self.apply(engine)],
+            Topology::Disaggregated {
+                prefill, decode, ..
+            } => vec![self.apply(prefill), self.apply(decode)],
+        }
+    }
+
+    /// The file as written (pretty JSON, a final newline).
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+/// The family a pool's timing belongs to: `None` unless its passes are timed by AIC (a measured
+/// profile wins over AIC, as in DynoSim, and is not calibrated).
+pub fn family_of(e: &EngineArgs) -> Option<Family> {
+    let aic = e.timing.aic_latency()?;
+    let id = aic.id();
+    Some(Family {
+        system: id.system.clone(),
+        backend: id.backend.clone(),
+        model: id.model_path.clone(),
+    })
+}
+
+/// One line for stderr per distinct outcome of calibrating a set of pools
+/// (`calibration: calibrated h200_sxm vllm M: …`).
+pub fn notes(outcomes: &[Applied]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for o in outcomes {
+        let line = match o {
+            Applied::Calibrated(..) => format!("calibrated {}", o.describe()),
+            _ => o.describe(),
+        };
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use super::*;
+
+fn family() -> Family {
+    Family {
+        system: "h200_sxm".into(),
+        backend: "vllm".into(),
+        model: "meta-llama/Meta-Llama-3.1-70B".into(),
+    }
+}
+
+fn sample() -> CalibrationFile {
+    let mut opts = serde_json::Map::new();
+    opts.insert("folds".into(), serde_json::json!(3));
+    let mut f = CalibrationFile::new(vec!["rows.csv".into()], opts);
+    let summary = ErrorSummary {
+        n: 4,
+        ttft_mean_abs_pct: 7.5,
+        ttft_signed_median_pct: -1.25,
+        tpot_mean_abs_pct: 2.0,
+        tpot_signed_median_pct: 0.5,
+    };
+    f.families.push(FamilyCalibration::new(
+        family(),
+        Corrections {
+            prefill_scale: 1.18,
+            decode_scale: 0.97,
+        },
+        Some(FitRecord {
+            rows: vec!["a".into(), "b".into()],
+            rows_failed: vec!["c: unsupported".into()],
+            objective: "mean |TTFT error| + mean |TPOT error|".into(),
+            uncalibrated: summary,
+            fitted: summary,
+            cross_validated: Some(CrossValidation {
+                scheme: "leave-one-out".into(),
+                folds: 2,
+                errors: summary,
+                fold_corrections: vec![Corrections::NONE, Corrections::NONE],
+            }),
+            simulations: 40,
+        }),
+    ));
+    f
+}
+
+#[test]
+fn the_file_round_trips() {
+    let f = sample();
+    let text = f.to_json();
+    assert!(text.ends_with("}\n"));
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(back, f);
+    // A hand-written entry needs no provenance.
+    let hand = r#"{"format": "dynosim-calibration", "version": 1, "families": [
+        {"system": "s", "backend": "vllm", "model": "m", "prefill_scale": 2, "decode_scale": 0.5}]}"#;
+    let f = CalibrationFile::parse(hand).unwrap();
+    assert_eq!(f.families[0].corrections().prefill_scale, 2.0);
+    assert!(f.families[0].fit.is_none());
+}
+
+#[test]
+fn bad_files_name_what_is_wrong() {
+    let cases = [
+        ("{", "line 1: not valid JSON"),
+        (r#"{"version": 1, "families": []}"#, "key \"format\" missing"),
+        (
+            r#"{"format": "x", "version": 1, "families": []}"#,
+            "key \"format\" is \"x\", expected \"dynosim-calibration\"",
+        ),
+        (
+            r#"{"format": "dynosim-calibration", "version": 2, "families": []}"#,
+            "key \"version\" is 2; this dynosim reads version 1",
+        ),
+        (
+            r#"{"format": "dynosim-calibration", "version": 1}"#,
+            "missing field `families`",
+        ),
+        (
+            "{\"format\": \"dynosim-calibration\", \"version\": 1, \"families\": [\n{\"system\": \"s\", \"backend\": \"b\", \"model\": \"m\", \"prefill_scale\": 1, \"decode_scale\": 1, \"ttft_offset\": 3}]}",
+            "line 2: unknown field `ttft_offset`",
+        ),
+        (
+            r#"{"format": "dynosim-calibration", "version": 1, "families": [
+            {"system": "s", "backend": "b", "model": "m", "prefill_scale": 0, "decode_scale": 1}]}"#,
+            "families[0].prefill_scale = 0: expected a finite number > 0",
+        ),
+        (
+            r#"{"format": "dynosim-calibration", "version": 1, "families": [
+            {"system": "s", "backend": "b", "model": "m", "prefill_scale": 1, "decode_scale": 1},
+            {"system": "s", "backend": "b", "model": "m", "prefill_scale": 2, "decode_scale": 1}]}"#,
+            "families[1] repeats the family of families[0] (s b m)",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = CalibrationFile::parse(text).unwrap_err().to_string();
+        assert!(e.contains(want), "{text}\n -> {e}\n wanted {want}");
+    }
+    let e = CalibrationFile::load(Path::new("/no/such/cal.json"), "--calibration")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--calibration: /no/such/cal.json: cannot read the calibration file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn corrections_compose_with_the_ratios_already_set() {
+    let c = Corrections {
+        prefill_scale: 1.25,
+        decode_scale: 0.8,
+    };
+    // Unset ratios: prefill divisor 1/1.25, decode divisor 1/0.8.
+    let mut e = EngineArgs::default();
+    c.apply_to(&mut e);
+    assert!((1.0 / e.speedup_ratio - 1.25).abs() < 1e-12);
+    assert!((1.0 / (e.speedup_ratio * e.decode_speedup_ratio) - 0.8).abs() < 1e-12);
+    // Set ratios: the user's 2 and 1.5 still divide.
+    let mut e = EngineArgs {
+        speedup_ratio: 2.0,
+        decode_speedup_ratio: 1.5,
+        ..EngineArgs::default()
+    };
+    c.apply_to(&mut e);
+    assert!((1.0 / e.speedup_ratio - 1.25 / 2.0).abs() < 1e-12);
+    assert!((1.0 / (e.speedup_ratio * e.decode_speedup_ratio) - 0.8 / 3.0).abs() < 1e-12);
+    // A ratio <= 0 ("no scaling") counts as 1.
+    let mut e = EngineArgs {
+        speedup_ratio: 0.0,
+        ..EngineArgs::default()
+    };
+    c.apply_to(&mut e);
+    assert!((1.0 / e.speedup_ratio - 1.25).abs() < 1e-12);
+}
+
+#[test]
+fn pools_without_aic_timing_stay_uncalibrated() {
+    let f = sample();
+    let mut e = EngineArgs::default();
+    let before = e.clone();
+    assert_eq!(f.apply(&mut e), Applied::NoAicTiming);
+    assert_eq!(e, before);
+    assert_eq!(
+        notes(&[Applied::NoAicTiming, Applied::NoAicTiming]),
+        ["uncalibrated: no AIC timing (the family is AIC's system, backend and model)"]
+    );
+    assert_eq!(
+        Applied::Calibrated(family(), f.families[0].corrections()).describe(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B: prefill time x1.18, decode time x0.97"
+    );
+    assert_eq!(
+        Applied::Absent(family()).describe(),
+        "uncalibrated: no calibration for h200_sxm vllm meta-llama/Meta-Llama-3.1-70B in the file"
+    );
+}

@@ -1,0 +1,91 @@
+//! A calibration file (`crate::calibrate`) as validate's per-family engine-args corrections:
+//! a measured point's family in the file is AIC's (system, backend, model as AIC names it), read
+//! from the point's recipe, and its time scales become `speedup_ratio` and
+//! `decode_speedup_ratio` keys composed with the ratios the recipe already sets. Used by
+//! `dynosim validate --calibration` and by `dynosim calibrate`'s fitting loop.
+
+use super::deployment::Recipe;
+use super::points::MeasuredPoint;
+use super::{Correction, Corrections, Validator};
+use crate::calibrate::{self, Applied, CalibrationFile, Family};
+use serde_json::Value;
+
+/// The AIC family a recipe's pools are timed by (`None`: no AIC timing, a measured profile, or
+/// pools of different families).
+pub fn aic_family(r: &Recipe) -> Option<Family> {
+    let pools: Vec<&Value> = [
+        &r.extra_engine_args,
+        &r.prefill_engine_args,
+        &r.decode_engine_args,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut family: Option<Family> = None;
+    for p in pools {
+        if p.get("planner_profile_data").is_some_and(|v| !v.is_null()) {
+            return None;
+        }
+        let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+        let f = Family {
+            system: s("aic_system")?,
+            backend: s("aic_backend")?,
+            model: s("aic_model_path")?,
+        };
+        match &family {
+            Some(g) if *g != f => return None,
+            _ => family = Some(f),
+        }
+    }
+    family
+}
+
+/// The engine-args keys that give a recipe's pools the time scales `c`, composed with the
+/// `speedup_ratio` and `decode_speedup_ratio` it sets (as [`calibrate::Corrections::apply_to`]).
+pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
+    let pool = r
+        .extra_engine_args
+        .as_ref()
+        .or(r.prefill_engine_args.as_ref());
+    let ratio = |k: &str| {
+        pool.and_then(|p| p.get(k))
+            .and_then(Value::as_f64)
+            .filter(|x| *x > 0.0)
+            .unwrap_or(1.0)
+    };
+    let (s, d) = (ratio("speedup_ratio"), ratio("decode_speedup_ratio"));
+    let mut keys = Correction::new();
+    keys.insert("speedup_ratio".into(), Value::from(s / c.prefill_scale));
+    keys.insert(
+        "decode_speedup_ratio".into(),
+        Value::from(d * c.prefill_scale / c.decode_scale),
+    );
+    keys
+}
+
+/// The corrections a calibration file gives `points`, and one note per distinct outcome
+/// (families calibrated, points left uncalibrated and why).
+pub fn corrections(
+    validator: &Validator,
+    points: &[MeasuredPoint],
+    file: &CalibrationFile,
+) -> (Corrections, Vec<String>) {
+    let mut out = Corrections::none();
+    let mut outcomes = Vec::new();
+    for (p, r) in points.iter().zip(validator.recipes(points)) {
+        let Some(r) = r else { continue };
+        let Some(family) = aic_family(&r) else {
+            outcomes.push(Applied::NoAicTiming);
+            continue;
+        };
+        match file.get(&family) {
+            Some(f) => {
+                out.by_family
+                    .insert(p.family(), correction_keys(&r, f.corrections()));
+                outcomes.push(Applied::Calibrated(family, f.corrections()));
+            }
+            None => outcomes.push(Applied::Absent(family)),
+        }
+    }
+    (out, calibrate::notes(&outcomes))
+}

@@ -1,0 +1,389 @@
+//! `--calibration` on `dynosim run` and `dynosim sweep` (and the spec's `calibration` key),
+//! driven through the binary: the notes saying what was calibrated and what was not, changed
+//! numbers where a family is calibrated, unchanged ones where not, and bad files refused.
+//! The tests with AIC timing need AIConfigurator's Python package (see tests/common).
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The binary, with AIC's cache in `dir/cache`.
+fn dynosim(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("dynosim").expect("the dynosim binary");
+    c.env("DYNOSIM_CACHE_DIR", dir.join("cache"))
+        .env_remove("AICONFIGURATOR_SYSTEMS_PATH");
+    c
+}
+
+const QWEN: &str = r#"{"aic_backend":"vllm","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"0.24.0"}"#;
+
+fn calibration(dir: &Path, name: &str, family: (&str, &str, &str), p: f64, d: f64) -> PathBuf {
+    let text = format!(
+        r#"{{"format": "dynosim-calibration", "version": 1, "families": [
+  {{"system": "{}", "backend": "{}", "model": "{}", "prefill_scale": {p}, "decode_scale": {d}}}]}}"#,
+        family.0, family.1, family.2
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `dynosim run` of 48 requests (ISL 1024, OSL 64, concurrency 8) with `engine`; the report
+/// and stderr.
+fn run(dir: &Path, engine: &str, extra: &[&str]) -> (Value, String) {
+    let report = dir.join(format!("r{}.json", extra.len()));
+    let _ = std::fs::remove_file(&report);
+    let out = dynosim(dir)
+        .args([
+            "run",
+            "--input-tokens",
+            "1024",
+            "--output-tokens",
+            "64",
+            "--request-count",
+            "48",
+            "--replay-concurrency",
+            "8",
+            "--extra-engine-args",
+            engine,
+            "--report-json",
+            report.to_str().unwrap(),
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let v = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    (v, stderr)
+}
+
+fn without_wall_time(mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.remove("wall_time_ms");
+        m.remove("processed_output_tokens_per_s");
+        m.remove("processed_tokens_per_s");
+    }
+    v
+}
+
+fn metric(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing: {v}"))
+}
+
+#[test]
+fn a_calibrated_aic_run_scales_its_times_and_says_so() {
+    if !common::have_aic("a_calibrated_aic_run_scales_its_times_and_says_so") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (plain, plain_err) = run(d, QWEN, &[]);
+    assert!(!plain_err.contains("calibration"), "{plain_err}");
+
+    // Both scales x2: every pass takes twice as long, so (all prompts sent at once) every time
+    // doubles exactly.
+    let both = calibration(
+        d,
+        "both.json",
+        ("h200_sxm", "vllm", "Qwen/Qwen3-8B"),
+        2.0,
+        2.0,
+    );
+    let (v, err) = run(d, QWEN, &["--calibration", both.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!(
+            "calibration {}: calibrated h200_sxm vllm Qwen/Qwen3-8B: prefill time x2, decode time x2",
+            both.display()
+        )),
+        "{err}"
+    );
+    for key in [
+        "mean_ttft_ms",
+        "mean_tpot_ms",
+        "p99_ttft_ms",
+        "mean_e2e_latency_ms",
+    ] {
+        let ratio = metric(&v, key) / metric(&plain, key);
+        assert!((ratio - 2.0).abs() < 1e-9, "{key}: x{ratio}");
+    }
+
+    // Prefill x3 alone: first tokens come later, decode steps without a prefill do not change.
+    let prefill = calibration(
+        d,
+        "prefill.json",
+        ("h200_sxm", "vllm", "Qwen/Qwen3-8B"),
+        3.0,
+        1.0,
+    );
+    let (v, _) = run(d, QWEN, &["--calibration", prefill.to_str().unwrap()]);
+    assert!(metric(&v, "mean_ttft_ms") > 2.0 * metric(&plain, "mean_ttft_ms"));
+    assert_eq!(metric(&v, "min_itl_ms"), metric(&plain, "min_itl_ms"));
+
+    // The user's own speedup_ratio still divides: calibrated x2 at speedup 2 is the plain run.
+    let fast = QWEN.replace('}', r#","speedup_ratio":2}"#);
+    let (v, _) = run(d, &fast, &["--calibration", both.to_str().unwrap()]);
+    let ratio = metric(&v, "mean_ttft_ms") / metric(&plain, "mean_ttft_ms");
+    assert!((ratio - 1.0).abs() < 1e-9, "x{ratio}");
+
+    // Another family only: uncalibrated, said, and the numbers of the plain run.
+    let other = calibration(
+        d,
+        "other.json",
+        ("h100_sxm", "vllm", "Qwen/Qwen3-8B"),
+        2.0,
+        2.0,
+    );
+    let (v, err) = run(d, QWEN, &["--calibration", other.to_str().unwrap()]);
+    assert!(
+        err.contains("uncalibrated: no calibration for h200_sxm vllm Qwen/Qwen3-8B in the file"),
+        "{err}"
+    );
+    assert_eq!(without_wall_time(v), without_wall_time(plain));
+}
+
+#[test]
+fn a_run_without_aic_timing_is_left_uncalibrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (plain, _) = run(d, "{}", &[]);
+    let cal = calibration(d, "c.json", ("h200_sxm", "vllm", "Qwen/Qwen3-8B"), 2.0, 2.0);
+    let (v, err) = run(d, "{}", &["--calibration", cal.to_str().unwrap()]);
+    assert!(
+        err.contains("uncalibrated: no AIC timing (the family is AIC's system, backend and model)"),
+        "{err}"
+    );
+    assert_eq!(without_wall_time(v), without_wall_time(plain));
+}
+
+#[test]
+fn bad_calibration_files_exit_2_naming_the_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bad = d.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"format": "dynosim-calibration", "version": 1, "families": [
+  {"system": "s", "backend": "b", "model": "m", "prefill_scale": -1, "decode_scale": 1}]}"#,
+    )
+    .unwrap();
+    let missing = d.join("missing.json");
+    for (file, want) in [
+        (
+            &bad,
+            format!(
+                "error: --calibration: {}: families[0].prefill_scale = -1: expected a finite number > 0",
+                bad.display()
+            ),
+        ),
+        (
+            &missing,
+            format!(
+                "error: --calibration: {}: cannot read the calibration file",
+                missing.display()
+            ),
+        ),
+    ] {
+        let report = d.join("never.json");
+        let out = dynosim(d)
+            .args([
+                "run",
+                "--input-tokens",
+                "100",
+                "--output-tokens",
+                "4",
+                "--request-count",
+                "2",
+                "--replay-concurrency",
+                "1",
+                "--report-json",
+                report.to_str().unwrap(),
+                "--calibration",
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.starts_with(&want), "{err}\nwanted: {want}");
+        assert!(!report.exists());
+    }
+}
+
+/// A two-point sweep (1 or 2 workers) with `engine`; leaderboard.json's rows by point id (their
+/// reports without wall times) and stderr.
+fn sweep(
+    dir: &Path,
+    out: &str,
+    engine: &str,
+    spec_extra: &str,
+    flags: &[&str],
+) -> (Vec<Value>, String) {
+    let spec = dir.join("grid.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "workload: {{input_tokens: 1024, output_tokens: 64, request_count: 48, replay_concurrency: 8}}\n\
+             engine: {engine}\n\
+             grid: {{num_workers: [1, 2]}}\n{spec_extra}"
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join(out);
+    let out = dynosim(dir)
+        .args(["sweep", spec.to_str().unwrap(), "-o"])
+        .arg(&out_dir)
+        .arg("--quiet")
+        .args(flags)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let board: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("leaderboard.json")).unwrap())
+            .unwrap();
+    let mut rows: Vec<Value> = board["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| panic!("no rows in {board}"));
+    rows.sort_by_key(|p| p["point"].as_u64());
+    for r in &mut rows {
+        r["report"] = without_wall_time(r["report"].take());
+    }
+    (rows, stderr)
+}
+
+#[test]
+fn a_sweep_takes_the_spec_key_and_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Polynomial timing: every point uncalibrated, said once with the count, numbers unchanged.
+    let cal = calibration(d, "c.json", ("h200_sxm", "vllm", "Qwen/Qwen3-8B"), 2.0, 2.0);
+    let (plain, _) = sweep(d, "plain", "{}", "", &[]);
+    let (v, err) = sweep(d, "key", "{}", "calibration: c.json\n", &[]);
+    assert!(
+        err.contains(&format!(
+            "dynosim: calibration {}: uncalibrated: no AIC timing (the family is AIC's system, backend and model) (2 of 2 points to simulate)",
+            d.join("c.json").display()
+        )),
+        "{err}"
+    );
+    assert_eq!(v, plain);
+    // A missing file named by the spec is a spec error naming the key.
+    let out = dynosim(d)
+        .args(["sweep", d.join("grid.yaml").to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::remove_file(&cal).unwrap();
+    let out = dynosim(d)
+        .args(["sweep", d.join("grid.yaml").to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("grid.yaml: key calibration: "), "{err}");
+    assert!(err.contains("cannot read the calibration file"), "{err}");
+
+    if !common::have_aic("a_sweep_takes_the_spec_key_and_the_flag") {
+        return;
+    }
+    let cal = calibration(d, "c.json", ("h200_sxm", "vllm", "Qwen/Qwen3-8B"), 2.0, 2.0);
+    let (plain, _) = sweep(d, "aic", QWEN, "", &[]);
+    let (v, err) = sweep(
+        d,
+        "aic-cal",
+        QWEN,
+        "",
+        &["--calibration", cal.to_str().unwrap()],
+    );
+    assert!(
+        err.contains("calibrated h200_sxm vllm Qwen/Qwen3-8B: prefill time x2, decode time x2 (2 of 2 points to simulate)"),
+        "{err}"
+    );
+    for (a, b) in plain.iter().zip(&v) {
+        let ratio = metric(&b["report"], "mean_ttft_ms") / metric(&a["report"], "mean_ttft_ms");
+        assert!((ratio - 2.0).abs() < 1e-9, "x{ratio}: {a} {b}");
+    }
+}
+
+/// The three H200 vLLM Llama-3.1-70B rows of the validate fixture (plus an H100 row and a
+/// DeepSeek-R1 row) at 2 prompts per unit of concurrency: `dynosim calibrate` fits one family
+/// (leave-one-out: 3 rows), and `dynosim validate --calibration` uses the file.
+#[test]
+fn calibrate_fits_a_family_and_validate_uses_the_file() {
+    if !common::have_aic("calibrate_fits_a_family_and_validate_uses_the_file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/silicon_rows.csv");
+    let h200: Vec<String> = std::fs::read_to_string(&rows)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || l.contains("h200_sxm_vllm"))
+        .map(|(_, l)| l.to_string())
+        .collect();
+    assert_eq!(h200.len(), 4, "header and three H200 rows");
+    let h200_csv = d.join("h200.csv");
+    std::fs::write(&h200_csv, h200.join("\n") + "\n").unwrap();
+    let cal = d.join("cal.json");
+    let out = dynosim(d)
+        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
+        .arg(&cal)
+        .args(["--prompts-per-concurrency", "2", "-j", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let file = dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap())
+        .unwrap();
+    assert_eq!(file.families.len(), 1, "{file:?}");
+    let f = &file.families[0];
+    assert_eq!(
+        (f.system.as_str(), f.backend.as_str(), f.model.as_str()),
+        ("h200_sxm", "vllm", "meta-llama/Meta-Llama-3.1-70B")
+    );
+    let fit = f.fit.as_ref().unwrap();
+    assert_eq!(fit.rows.len(), 3);
+    let objective =
+        |s: &dynosim::calibrate::ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
+    // The uncalibrated point (scales 1) is on the search's grid: the fit is never worse.
+    assert!(
+        objective(&fit.fitted) <= objective(&fit.uncalibrated) + 1e-9,
+        "{fit:?}"
+    );
+    let cv = fit.cross_validated.as_ref().unwrap();
+    assert_eq!(
+        (cv.scheme.as_str(), cv.folds, cv.errors.n),
+        ("leave-one-out", 3, 3)
+    );
+    assert!(fit.simulations > 0);
+
+    // validate with the file: the H200 rows calibrated, the H100 row said to be absent.
+    let out_dir = d.join("v");
+    let out = dynosim(d)
+        .args(["validate", rows.to_str().unwrap(), "-o"])
+        .arg(&out_dir)
+        .args(["--prompts-per-concurrency", "2", "-j", "2", "--calibration"])
+        .arg(&cal)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B: prefill time x"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "uncalibrated: no calibration for h100_sxm vllm meta-llama/Meta-Llama-3.1-70B in the file"
+        ),
+        "{stderr}"
+    );
+}
