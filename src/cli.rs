@@ -181,6 +181,7 @@ impl CalibrateArgs {
             seed: self.seed,
             quiet: self.quiet,
             calibration: None,
+            deployment_from: None,
             extra_engine_args: self.extra_engine_args.clone(),
             prefill_engine_args: self.prefill_engine_args.clone(),
             decode_engine_args: self.decode_engine_args.clone(),
