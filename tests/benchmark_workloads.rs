@@ -164,7 +164,7 @@ fn drawn_lengths_change_the_totals_not_the_count() {
     assert_eq!(get(&a, "total_input_tokens"), 40.0 * 1024.0);
     let b = run(&spec(SyntheticArrival::ClosedLoop), Some(8));
     let total = get(&b, "total_input_tokens");
-    assert!(total >= 40.0 * 819.0 && total < 40.0 * 1024.0, "{total}");
+    assert!((40.0 * 819.0..40.0 * 1024.0).contains(&total), "{total}");
     assert_eq!(get(&b, "completed_requests"), 40.0);
     // Uniform in [819, 1024]: mean 921.5; 40 draws stay within 5 % of it.
     assert!((total / 40.0 - 921.5).abs() < 46.0, "{total}");
@@ -361,7 +361,7 @@ mod cli {
         assert_eq!(num(&a, "num_requests"), 30.0);
         assert_eq!(num(&a, "completed_requests"), 30.0);
         let input = num(&a, "total_input_tokens");
-        assert!(input >= 30.0 * 800.0 && input < 30.0 * 1000.0, "{input}");
+        assert!((30.0 * 800.0..30.0 * 1000.0).contains(&input), "{input}");
         let output = num(&a, "total_output_tokens");
         assert!((30.0 * 16.0..=30.0 * 20.0).contains(&output), "{output}");
         // Another arrival seed draws other lengths.
