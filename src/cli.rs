@@ -320,6 +320,24 @@ pub enum ReplayMode {
     Online,
 }
 
+/// `--random-range-style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RangeStyleArg {
+    #[value(name = "floor")]
+    Floor,
+    #[value(name = "symmetric")]
+    Symmetric,
+}
+
+impl From<RangeStyleArg> for crate::workload::synthetic::RangeStyle {
+    fn from(a: RangeStyleArg) -> Self {
+        match a {
+            RangeStyleArg::Floor => Self::Floor,
+            RangeStyleArg::Symmetric => Self::Symmetric,
+        }
+    }
+}
+
 /// `--router-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RouterModeArg {
@@ -593,6 +611,30 @@ pub struct RunArgs {
         help_heading = "Synthetic workload"
     )]
     pub inter_turn_delay_ms: f64,
+    /// Draw each request's input and output length uniformly around --input-tokens and
+    /// --output-tokens: [floor(R x L), L] (SGLang bench_serving, InferenceX), or see
+    /// --random-range-style. Not a DynoSim flag.
+    #[arg(long, value_name = "R", help_heading = "Synthetic workload")]
+    pub random_range_ratio: Option<f64>,
+    /// Range of --random-range-ratio: floor = [floor(R x L), L]; symmetric = [floor(L x (1-R)),
+    /// ceil(L x (1+R))] (vllm bench serve) [default: floor].
+    #[arg(
+        long,
+        value_enum,
+        value_name = "STYLE",
+        help_heading = "Synthetic workload"
+    )]
+    pub random_range_style: Option<RangeStyleArg>,
+    /// AIPerf's normal input lengths: standard deviation around --input-tokens (0 = exact).
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub input_tokens_stddev: Option<f64>,
+    /// AIPerf's normal output lengths: standard deviation around --output-tokens (0 = exact).
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub output_tokens_stddev: Option<f64>,
+    /// AIPerf's warm-up: requests simulated first, under the same load, and left out of every
+    /// metric; the measured requests start when the last has finished.
+    #[arg(long, value_name = "N", help_heading = "Synthetic workload")]
+    pub warmup_request_count: Option<i64>,
 
     // ---- Load ----
     /// Closed-loop cap on in-flight requests (or active sessions); ignores trace timestamps.

@@ -216,6 +216,21 @@ fn check_workload_flags(args: &RunArgs) -> Result<bool, InputError> {
     refuse_unsupported_flags(args)?;
 
     // Rules 2-5: trace or synthetic workload, and its load controller.
+    if using_trace {
+        let shape: Vec<&str> = shape_flags_set(args)
+            .iter()
+            .filter(|(_, set)| *set)
+            .map(|(f, _)| *f)
+            .collect();
+        if !shape.is_empty() {
+            return Err(err(format!(
+                "{} only shape synthetic workloads (--input-tokens/--output-tokens/\
+                 --request-count); a trace file gives every request's lengths and arrival: \
+                 remove the trace file or these flags",
+                shape.join(", ")
+            )));
+        }
+    }
     let synthetic_flags = synthetic_flags_set(args);
     let using_synthetic = !synthetic_flags.is_empty();
     if using_trace && using_synthetic {
@@ -402,10 +417,31 @@ fn synthetic_flags_set(args: &RunArgs) -> Vec<&'static str> {
         ("--num-prefix-groups", args.num_prefix_groups != 0),
         ("--inter-turn-delay-ms", args.inter_turn_delay_ms != 0.0),
     ]
+    .into_iter()
+    .chain(shape_flags_set(args))
+    .collect::<Vec<_>>()
     .iter()
     .filter(|(_, set)| *set)
     .map(|(f, _)| *f)
     .collect()
+}
+
+/// The benchmark-shape flags (drawn lengths, warm-up) that are set, by flag name: they only
+/// shape synthetic workloads.
+fn shape_flags_set(args: &RunArgs) -> [(&'static str, bool); 5] {
+    [
+        ("--random-range-ratio", args.random_range_ratio.is_some()),
+        ("--random-range-style", args.random_range_style.is_some()),
+        ("--input-tokens-stddev", args.input_tokens_stddev.is_some()),
+        (
+            "--output-tokens-stddev",
+            args.output_tokens_stddev.is_some(),
+        ),
+        (
+            "--warmup-request-count",
+            args.warmup_request_count.is_some(),
+        ),
+    ]
 }
 
 fn parse_opt_engine_args(
@@ -491,7 +527,7 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
             "--shared-prefix-ratio must be in [0, 1], got {ratio}"
         )));
     }
-    Ok(SyntheticSpec {
+    let spec = SyntheticSpec {
         input_tokens: int_in_range("--input-tokens", isl, 1)?,
         output_tokens: int_in_range("--output-tokens", osl, 1)?,
         request_count: int_in_range("--request-count", count, 1)?,
@@ -504,8 +540,22 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
             "--inter-turn-delay-ms",
             args.inter_turn_delay_ms,
         )?,
-        ..SyntheticSpec::default()
-    })
+        random_range_ratio: args.random_range_ratio,
+        random_range_style: args.random_range_style.map(Into::into).unwrap_or_default(),
+        input_tokens_stddev: args.input_tokens_stddev.unwrap_or(0.0),
+        output_tokens_stddev: args.output_tokens_stddev.unwrap_or(0.0),
+        warmup_request_count: match args.warmup_request_count {
+            None => 0,
+            Some(n) => int_in_range("--warmup-request-count", n, 0)?,
+        },
+    };
+    if args.random_range_style.is_some() && args.random_range_ratio.is_none() {
+        return Err(err(
+            "--random-range-style only applies with --random-range-ratio",
+        ));
+    }
+    spec.check_shape()?;
+    Ok(spec)
 }
 
 /// An integer flag that must be `>= min` and fit in a `u32`.

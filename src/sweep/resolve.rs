@@ -33,7 +33,7 @@ use crate::config::{
 use crate::error::InputError;
 use crate::timing::TimingLoader;
 use crate::workload::formats::TraceFormat;
-use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
+use crate::workload::synthetic::{RangeStyle, SyntheticArrival, SyntheticSpec};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -141,6 +141,65 @@ fn has(w: &Map<String, Value>, key: &str) -> bool {
     w.get(key).is_some_and(|v| !v.is_null())
 }
 
+/// The benchmark-shape keys of a synthetic workload (drawn lengths, warm-up).
+const SHAPE_KEYS: [&str; 5] = [
+    "random_range_ratio",
+    "random_range_style",
+    "input_tokens_stddev",
+    "output_tokens_stddev",
+    "warmup_request_count",
+];
+
+/// The benchmark-shape keys of a synthetic workload as a [`SyntheticSpec`] (its other fields
+/// default), with `dynosim run`'s rules worded by key. Values are type-checked by the spec.
+fn shape_of(w: &Map<String, Value>, turns: u32) -> Result<SyntheticSpec, String> {
+    let style = match w.get("random_range_style").and_then(Value::as_str) {
+        Some("symmetric") => RangeStyle::Symmetric,
+        _ => RangeStyle::Floor,
+    };
+    let ratio = f64_of(w, "random_range_ratio");
+    if ratio.is_none() && has(w, "random_range_style") {
+        return Err("workload.random_range_style only applies with random_range_ratio".into());
+    }
+    if ratio == Some(1.0) && style == RangeStyle::Symmetric {
+        return Err(
+            "workload.random_range_ratio must be in [0, 1) with random_range_style \
+                    symmetric, got 1"
+                .into(),
+        );
+    }
+    let input_sd = f64_of(w, "input_tokens_stddev").unwrap_or(0.0);
+    let output_sd = f64_of(w, "output_tokens_stddev").unwrap_or(0.0);
+    if ratio.is_some() {
+        for (k, sd) in [
+            ("input_tokens_stddev", input_sd),
+            ("output_tokens_stddev", output_sd),
+        ] {
+            if sd > 0.0 {
+                return Err(format!(
+                    "workload: random_range_ratio cannot be combined with {k} (uniform or normal \
+                     lengths: choose one)"
+                ));
+            }
+        }
+    }
+    let warmup = u32_of(w, "warmup_request_count").unwrap_or(0);
+    if warmup > 0 && turns > 1 {
+        return Err(format!(
+            "workload: warmup_request_count cannot be combined with turns_per_session {turns} \
+             (warm-up requests are single requests; multi-turn warm-up is not simulated)"
+        ));
+    }
+    Ok(SyntheticSpec {
+        random_range_ratio: ratio,
+        random_range_style: style,
+        input_tokens_stddev: input_sd,
+        output_tokens_stddev: output_sd,
+        warmup_request_count: warmup,
+        ..SyntheticSpec::default()
+    })
+}
+
 /// What `dynosim run` does with the workload flags (spec §1.2 rules 1-4, 6, 13, 14): the source
 /// to load and the per-point load shaping. `block_size` is the engine block size of the point.
 pub fn workload_of(
@@ -179,6 +238,12 @@ pub fn workload_of(
                 .into(),
         ),
         (Some(t), false) => {
+            if let Some(k) = SHAPE_KEYS.iter().find(|k| has(w, k)) {
+                return Err(format!(
+                    "workload.{k} only shapes synthetic workloads (input_tokens, output_tokens, \
+                     request_count): a trace gives every request's lengths and arrival"
+                ));
+            }
             if let Some(k) = ["request_rate", "arrival_interval_ms"]
                 .iter()
                 .find(|k| has(w, k))
@@ -257,6 +322,7 @@ pub fn workload_of(
                 }
                 _ => SyntheticArrival::IntervalMs(f64_of(w, "arrival_interval_ms").unwrap_or(0.0)),
             };
+            let shaped = shape_of(w, turns)?;
             let s = SyntheticSpec {
                 input_tokens: u32_of(w, "input_tokens").unwrap_or(1),
                 output_tokens: u32_of(w, "output_tokens").unwrap_or(1),
@@ -270,8 +336,17 @@ pub fn workload_of(
                 shared_prefix_ratio: ratio,
                 num_prefix_groups: groups,
                 inter_turn_delay_ms: delay,
-                ..SyntheticSpec::default()
+                ..shaped
             };
+            if s.total_requests() > u64::from(u32::MAX) {
+                return Err(format!(
+                    "workload: request_count + warmup_request_count must be at most {}, got {} \
+                     + {}",
+                    u32::MAX,
+                    s.request_count,
+                    s.warmup_request_count
+                ));
+            }
             Ok((
                 WorkloadSource::Synthetic {
                     spec: s,

@@ -72,6 +72,11 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "shared_prefix_ratio",
     "num_prefix_groups",
     "inter_turn_delay_ms",
+    "random_range_ratio",
+    "random_range_style",
+    "input_tokens_stddev",
+    "output_tokens_stddev",
+    "warmup_request_count",
 ];
 
 /// Parameter paths that are a single name.
@@ -692,17 +697,22 @@ fn check_workload_value(ctx: &Ctx, key: &str, v: &Value, path: &str) -> Result<(
         | "replay_concurrency" | "turns_per_session" => {
             expect_uint(ctx, v, path, 1, u32::MAX as u64).map(|_| ())
         }
-        "num_prefix_groups" | "trace_num_prefix_groups" => {
+        "num_prefix_groups" | "trace_num_prefix_groups" | "warmup_request_count" => {
             expect_uint(ctx, v, path, 0, u32::MAX as u64).map(|_| ())
         }
         "arrival_seed" => expect_uint(ctx, v, path, 0, u64::MAX).map(|_| ()),
         "arrival_speedup_ratio" | "request_rate" => {
             expect_float(ctx, v, path, "a finite number > 0", positive).map(|_| ())
         }
-        "max_sim_time_seconds" | "arrival_interval_ms" | "inter_turn_delay_ms" => {
+        "max_sim_time_seconds"
+        | "arrival_interval_ms"
+        | "inter_turn_delay_ms"
+        | "input_tokens_stddev"
+        | "output_tokens_stddev" => {
             expect_float(ctx, v, path, "a finite number >= 0", non_negative).map(|_| ())
         }
-        "shared_prefix_ratio" | "trace_shared_prefix_ratio" => {
+        "random_range_style" => expect_choice(ctx, v, path, &["floor", "symmetric"]).map(|_| ()),
+        "shared_prefix_ratio" | "trace_shared_prefix_ratio" | "random_range_ratio" => {
             expect_float(ctx, v, path, "a number in [0, 1]", |x| {
                 (0.0..=1.0).contains(&x)
             })

@@ -125,6 +125,12 @@ impl SyntheticSpec {
         }
     }
 
+    /// Checks the benchmark-shaped settings (range ratio and style, standard deviations,
+    /// warm-up), naming the `dynosim run` flag; [`generate`] checks them too.
+    pub fn check_shape(&self) -> Result<(), InputError> {
+        validate_shape(self)
+    }
+
     /// Whether any request length is drawn rather than fixed.
     pub fn shapes_lengths(&self) -> bool {
         let (i, o) = self.length_draws();
@@ -297,7 +303,7 @@ fn validate(spec: &SyntheticSpec) -> Result<(), InputError> {
     validate_shape(spec)
 }
 
-/// The benchmark-shaped settings: lengths and warm-up.
+/// The benchmark-shaped settings: lengths and warm-up (see [`SyntheticSpec::check_shape`]).
 fn validate_shape(spec: &SyntheticSpec) -> Result<(), InputError> {
     if let Some(r) = spec.random_range_ratio {
         let symmetric = spec.random_range_style == RangeStyle::Symmetric;
