@@ -124,9 +124,11 @@ fn model_of(t: &Target, given: &Option<String>) -> (String, Option<String>) {
         Some(m) => (m, Some("the model of the point's AIC timing".into())),
         None => (
             DEFAULT_MODEL.to_string(),
-            Some(format!(
-                "a stand-in: the point's timing (DynoSim's polynomial or a profile) names no model; pass --model"
-            )),
+            Some(
+                "a stand-in: the point's timing (DynoSim's polynomial or a profile) names no model; \
+                 pass --model"
+                    .to_string(),
+            ),
         ),
     }
 }
