@@ -126,8 +126,7 @@ fn table_rows_are_simulated_and_every_row_is_kept() {
     assert_eq!(h200["ttft"]["n"], 3);
     assert!(h200["ttft"]["mean_abs_pct"].as_f64().unwrap() >= 0.0);
 
-    // `dynosim run` with the row's run_command reproduces the prediction exactly. (Fixed
-    // lengths here: `dynosim run` takes --random-range-ratio with i23-workload's run flags.)
+    // Fixed lengths (--random-range-ratio 1) predict differently from the benchmark's draws.
     let fixed = dir.path().join("fixed");
     let o = dynosim()
         .args(["validate", data(TABLE).to_str().unwrap(), "--quiet"])
@@ -137,8 +136,19 @@ fn table_rows_are_simulated_and_every_row_is_kept() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let fixed_rows = csv_rows(&fixed.join("validation.csv"));
-    let row = &fixed_rows[0];
-    assert_ne!(row["predicted_ttft_ms"], rows[0]["predicted_ttft_ms"]);
+    assert_ne!(
+        fixed_rows[0]["predicted_ttft_ms"],
+        rows[0]["predicted_ttft_ms"]
+    );
+    assert!(!fixed_rows[0]["run_command"].contains("--random-range-ratio"));
+
+    // `dynosim run` with the row's run_command (lengths drawn in [0.8 L, L]) reproduces the
+    // prediction.
+    let row = &rows[0];
+    assert!(
+        row["run_command"].contains("--random-range-ratio 0.8"),
+        "{row:?}"
+    );
     let report = dir.path().join("r.json");
     let words = shell_words(&row["run_command"]);
     assert_eq!(&words[..2], ["dynosim", "run"]);

@@ -290,6 +290,24 @@ impl Recipe {
         if let Some(r) = self.request_rate {
             add("request-rate", r.to_string());
         }
+        if self.random_range_ratio < 1.0 {
+            add("random-range-ratio", self.random_range_ratio.to_string());
+        }
+        if self.input_tokens_stddev > 0.0 {
+            add("input-tokens-stddev", self.input_tokens_stddev.to_string());
+        }
+        if self.output_tokens_stddev > 0.0 {
+            add(
+                "output-tokens-stddev",
+                self.output_tokens_stddev.to_string(),
+            );
+        }
+        if self.warmup_request_count > 0 {
+            add(
+                "warmup-request-count",
+                self.warmup_request_count.to_string(),
+            );
+        }
         add("seed", self.seed.to_string());
         add("arrival-seed", self.seed.to_string());
         f

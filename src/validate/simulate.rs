@@ -9,7 +9,7 @@ use super::points::{Deployment, MeasuredPoint};
 use super::{error_pct, Corrections, Options, PointResult, Predicted, Status};
 use crate::config::SimConfig;
 use crate::error::InputError;
-use crate::run::{plan_with, RunPlan, WorkloadSource};
+use crate::run::{plan_with, RunPlan};
 use crate::timing::aic::AicStats;
 use crate::timing::TimingLoader;
 use parking_lot::Mutex;
@@ -154,10 +154,7 @@ impl Validator {
                     return Err(fail(Status::Failed, msg.clone(), Some(r), used));
                 }
                 match plan_with(&args, UNIX_EPOCH, &mut loader) {
-                    Ok(mut plan) => {
-                        shape_lengths(&mut plan, &r);
-                        Ok((r, used, plan))
-                    }
+                    Ok(plan) => Ok((r, used, plan)),
                     Err(e) => {
                         // AIC refusing to build or load the engine (no perf data for one of its
                         // operations, no memory left for the KV cache) is a failure of the
@@ -193,16 +190,6 @@ impl Validator {
                 })
                 .collect()
         })
-    }
-}
-
-/// The benchmark's length draws and warm-up on the plan's synthetic workload.
-fn shape_lengths(plan: &mut RunPlan, r: &Recipe) {
-    if let WorkloadSource::Synthetic { spec, .. } = &mut plan.workload {
-        spec.random_range_ratio = (r.random_range_ratio < 1.0).then_some(r.random_range_ratio);
-        spec.input_tokens_stddev = r.input_tokens_stddev;
-        spec.output_tokens_stddev = r.output_tokens_stddev;
-        spec.warmup_request_count = r.warmup_request_count;
     }
 }
 
