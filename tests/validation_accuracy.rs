@@ -1,0 +1,121 @@
+//! The accuracy CI holds: `dynosim validate` and `dynosim calibrate` on the shipped measured rows
+//! (`validation/`), compared with the figures recorded in `validation/recorded.json`. A group's
+//! mean absolute TTFT or TPOT error that grows by more than the recorded tolerance (2 points),
+//! or a row that stops being simulated, fails the test (see docs/accuracy.md).
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn dynosim() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dynosim"));
+    c.env("DYNOSIM_PYTHON", common::python());
+    c
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn figure(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
+}
+
+/// Fails with every figure that grew past the recorded one plus the tolerance.
+fn check(what: &str, measured: &[(String, f64, f64)]) {
+    let bad: Vec<String> = measured
+        .iter()
+        .filter(|(_, now, recorded)| now > recorded)
+        .map(|(name, now, recorded)| format!("{name}: {now:.2} % > {recorded:.2} % allowed"))
+        .collect();
+    assert!(bad.is_empty(), "{what}: errors grew:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_shipped_rows_stay_as_close_as_recorded() {
+    if !common::have_aic("the_shipped_rows_stay_as_close_as_recorded") {
+        return;
+    }
+    let recorded = read_json(&root().join("validation/recorded.json"));
+    let tol = figure(&recorded, "tolerance_points");
+    let rows = root().join(recorded["rows"].as_str().unwrap());
+    let groups = recorded["groups"].as_array().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    // Uncalibrated: validate's groups.
+    let out = dir.path().join("validation");
+    let o = dynosim()
+        .arg("validate")
+        .arg(&rows)
+        .arg("--quiet")
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = read_json(&out.join("validation.json"));
+    let mut figures = Vec::new();
+    for g in groups {
+        let name = format!("{} {} {}", g["system"], g["backend"], g["model"]);
+        let now = v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| {
+                ["system", "backend", "model", "mode"]
+                    .iter()
+                    .all(|k| x[*k] == g[*k])
+            })
+            .unwrap_or_else(|| panic!("validate has no group {name}"));
+        assert_eq!(now["ok"], g["ok"], "{name}: rows simulated");
+        for (metric, key) in [("ttft", "ttft_mean_abs_pct"), ("tpot", "tpot_mean_abs_pct")] {
+            figures.push((
+                format!("{name} uncalibrated {metric}"),
+                figure(&now[metric], "mean_abs_pct"),
+                figure(&g["uncalibrated"], key) + tol,
+            ));
+        }
+    }
+    check("dynosim validate", &figures);
+
+    // Calibrated: calibrate's cross-validated errors (fit on a third, checked on the rest).
+    let file = dir.path().join("calibration.json");
+    let o = dynosim()
+        .arg("calibrate")
+        .arg(&rows)
+        .arg("--quiet")
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = read_json(&file);
+    let mut figures = Vec::new();
+    for g in groups {
+        let name = format!("{} {}", g["system"], g["backend"]);
+        let fam = c["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["system"] == g["system"] && f["backend"] == g["backend"])
+            .unwrap_or_else(|| panic!("calibrate fitted no family {name}"));
+        let cv = &fam["fit"]["cross_validated"]["errors"];
+        for key in ["ttft_mean_abs_pct", "tpot_mean_abs_pct"] {
+            figures.push((
+                format!("{name} cross-validated {key}"),
+                figure(cv, key),
+                figure(&g["cross_validated"], key) + tol,
+            ));
+        }
+    }
+    check("dynosim calibrate", &figures);
+}
