@@ -88,84 +88,10 @@ pub struct CalibrateArgs {
     /// Families with fewer rows are cross-validated leave-one-out.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub loo_below: usize,
-    /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C).
-    #[arg(long, default_value_t = 10, value_name = "K")]
-    pub prompts_per_concurrency: u32,
-    /// Table rows: input and output lengths uniform in [⌊R·L⌋, L].
-    #[arg(long, default_value_t = 0.8, value_name = "R")]
-    pub random_range_ratio: f64,
-    /// Table rows: KV-cache dtype (auto, model, fp8, bfloat16; as `dynosim validate`).
-    #[arg(long, default_value = "auto", value_name = "DTYPE")]
-    pub kv_cache_dtype: String,
-    /// Parallel simulations [default: number of CPUs].
-    #[arg(short = 'j', long, value_name = "N")]
-    pub jobs: Option<usize>,
-    /// Seed of every simulated run.
-    #[arg(long, default_value_t = 42, value_name = "N")]
-    pub seed: u64,
-    /// No per-family summary on stdout.
-    #[arg(long)]
-    pub quiet: bool,
-    /// AIPerf exports: aggregated engine config (MockEngineArgs JSON object).
-    #[arg(
-        long,
-        value_name = "JSON",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub extra_engine_args: Option<String>,
-    /// AIPerf exports: disaggregated prefill-pool engine config.
-    #[arg(
-        long,
-        value_name = "JSON",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub prefill_engine_args: Option<String>,
-    /// AIPerf exports: disaggregated decode-pool engine config.
-    #[arg(
-        long,
-        value_name = "JSON",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub decode_engine_args: Option<String>,
-    /// AIPerf exports: aggregated worker count.
-    #[arg(
-        long,
-        default_value_t = 1,
-        value_name = "N",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub num_workers: i64,
-    /// AIPerf exports: disaggregated prefill worker count.
-    #[arg(
-        long,
-        default_value_t = 1,
-        value_name = "N",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub num_prefill_workers: i64,
-    /// AIPerf exports: disaggregated decode worker count.
-    #[arg(
-        long,
-        default_value_t = 1,
-        value_name = "N",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub num_decode_workers: i64,
-    /// AIPerf exports: request routing across workers.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "round_robin",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub router_mode: RouterModeArg,
-    /// AIPerf exports: partial KvRouterConfig JSON object.
-    #[arg(
-        long,
-        value_name = "JSON",
-        help_heading = "Deployment of AIPerf exports"
-    )]
-    pub router_config: Option<String>,
+    #[command(flatten)]
+    pub options: MeasuredOptions,
+    #[command(flatten)]
+    pub deployment: ExportDeployment,
 }
 
 impl CalibrateArgs {
@@ -173,23 +99,11 @@ impl CalibrateArgs {
     pub fn as_validate_args(&self) -> ValidateArgs {
         ValidateArgs {
             measured: self.measured.clone(),
-            output_dir: PathBuf::new(),
-            prompts_per_concurrency: self.prompts_per_concurrency,
-            random_range_ratio: self.random_range_ratio,
-            kv_cache_dtype: self.kv_cache_dtype.clone(),
-            jobs: self.jobs,
-            seed: self.seed,
-            quiet: self.quiet,
-            calibration: None,
             deployment_from: None,
-            extra_engine_args: self.extra_engine_args.clone(),
-            prefill_engine_args: self.prefill_engine_args.clone(),
-            decode_engine_args: self.decode_engine_args.clone(),
-            num_workers: self.num_workers,
-            num_prefill_workers: self.num_prefill_workers,
-            num_decode_workers: self.num_decode_workers,
-            router_mode: self.router_mode,
-            router_config: self.router_config.clone(),
+            output_dir: PathBuf::new(),
+            options: self.options.clone(),
+            calibration: None,
+            deployment: self.deployment.clone(),
         }
     }
 }
@@ -214,6 +128,20 @@ pub struct ValidateArgs {
     /// Output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
     pub output_dir: PathBuf,
+    #[command(flatten)]
+    pub options: MeasuredOptions,
+    /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
+    /// simulated with its corrections.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub deployment: ExportDeployment,
+}
+
+/// How `validate` and `calibrate` simulate measured points.
+#[derive(Debug, Clone, Args)]
+pub struct MeasuredOptions {
     /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C).
     #[arg(long, default_value_t = 10, value_name = "K")]
     pub prompts_per_concurrency: u32,
@@ -234,12 +162,12 @@ pub struct ValidateArgs {
     /// No console summary (errors still go to stderr).
     #[arg(long)]
     pub quiet: bool,
-    /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
-    /// simulated with its corrections.
-    #[arg(long, value_name = "FILE")]
-    pub calibration: Option<PathBuf>,
+}
 
-    // ---- The deployment of AIPerf exports (as `dynosim run`'s) ----
+/// The deployment AIPerf exports are simulated on (as `dynosim run`'s flags), for `validate`
+/// and `calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportDeployment {
     /// Aggregated engine config (MockEngineArgs JSON object).
     #[arg(
         long,

@@ -55,7 +55,7 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         }
     }
     write_file(&args.output, &file.to_json())?;
-    if !args.quiet {
+    if !args.options.quiet {
         print!("{}", render(&file));
         println!(
             "{} families calibrated in {:.1} s; written to {}",
@@ -194,10 +194,10 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "folds": args.folds,
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
-        "prompts_per_concurrency": args.prompts_per_concurrency,
-        "random_range_ratio": args.random_range_ratio,
-        "kv_cache_dtype": args.kv_cache_dtype,
-        "seed": args.seed,
+        "prompts_per_concurrency": args.options.prompts_per_concurrency,
+        "random_range_ratio": args.options.random_range_ratio,
+        "kv_cache_dtype": args.options.kv_cache_dtype,
+        "seed": args.options.seed,
     });
     match v {
         serde_json::Value::Object(m) => m,

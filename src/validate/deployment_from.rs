@@ -82,13 +82,13 @@ pub fn apply(args: &ValidateArgs) -> Result<ValidateArgs, InputError> {
     }
     let mut out = args.clone();
     out.measured.push(export);
-    out.extra_engine_args = run.extra_engine_args;
-    out.prefill_engine_args = run.prefill_engine_args;
-    out.decode_engine_args = run.decode_engine_args;
-    out.num_workers = run.num_workers;
-    out.num_prefill_workers = run.num_prefill_workers;
-    out.num_decode_workers = run.num_decode_workers;
-    out.router_mode = run.router_mode;
-    out.router_config = run.router_config;
+    out.deployment.extra_engine_args = run.extra_engine_args;
+    out.deployment.prefill_engine_args = run.prefill_engine_args;
+    out.deployment.decode_engine_args = run.decode_engine_args;
+    out.deployment.num_workers = run.num_workers;
+    out.deployment.num_prefill_workers = run.num_prefill_workers;
+    out.deployment.num_decode_workers = run.num_decode_workers;
+    out.deployment.router_mode = run.router_mode;
+    out.deployment.router_config = run.router_config;
     Ok(out)
 }

@@ -30,46 +30,46 @@ pub struct ValidateOutcome {
 
 /// The options the flags give, checked.
 pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
-    let r = args.random_range_ratio;
+    let r = args.options.random_range_ratio;
     if !(r.is_finite() && r > 0.0 && r <= 1.0) {
         return Err(InputError::new(format!(
             "--random-range-ratio must be in (0, 1], got {r}"
         )));
     }
-    if args.prompts_per_concurrency < 1 {
+    if args.options.prompts_per_concurrency < 1 {
         return Err(InputError::new(
             "--prompts-per-concurrency must be >= 1, got 0",
         ));
     }
-    let kv = KvCacheDtype::parse(&args.kv_cache_dtype).ok_or_else(|| {
+    let kv = KvCacheDtype::parse(&args.options.kv_cache_dtype).ok_or_else(|| {
         InputError::new(format!(
             "--kv-cache-dtype must be auto, model, fp8 or bfloat16, got {:?}",
-            args.kv_cache_dtype
+            args.options.kv_cache_dtype
         ))
     })?;
-    if args.jobs == Some(0) {
+    if args.options.jobs == Some(0) {
         return Err(InputError::new("--jobs must be >= 1, got 0"));
     }
     Ok(Options {
-        prompts_per_concurrency: args.prompts_per_concurrency,
+        prompts_per_concurrency: args.options.prompts_per_concurrency,
         random_range_ratio: r,
         kv_cache_dtype: kv,
         max_num_batched_tokens: 8192,
-        seed: args.seed,
-        jobs: args.jobs,
+        seed: args.options.seed,
+        jobs: args.options.jobs,
     })
 }
 
 pub(crate) fn flags(args: &ValidateArgs) -> FlagDeployment {
     FlagDeployment {
-        extra_engine_args: args.extra_engine_args.clone(),
-        prefill_engine_args: args.prefill_engine_args.clone(),
-        decode_engine_args: args.decode_engine_args.clone(),
-        num_workers: args.num_workers,
-        num_prefill_workers: args.num_prefill_workers,
-        num_decode_workers: args.num_decode_workers,
-        router_mode: args.router_mode,
-        router_config: args.router_config.clone(),
+        extra_engine_args: args.deployment.extra_engine_args.clone(),
+        prefill_engine_args: args.deployment.prefill_engine_args.clone(),
+        decode_engine_args: args.deployment.decode_engine_args.clone(),
+        num_workers: args.deployment.num_workers,
+        num_prefill_workers: args.deployment.num_prefill_workers,
+        num_decode_workers: args.deployment.num_decode_workers,
+        router_mode: args.deployment.router_mode,
+        router_config: args.deployment.router_config.clone(),
     }
 }
 
@@ -126,7 +126,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
         (HTML_FILE, super::html::page(&points, &results, &groups)),
     ];
     write_all(&args.output_dir, &files)?;
-    if !args.quiet {
+    if !args.options.quiet {
         print!("{}", render(&groups));
         let stats = validator.aic_stats();
         if stats.loaded > 0 {
