@@ -6,8 +6,8 @@
 use super::points::MeasuredPoint;
 use super::summary::GroupSummary;
 use super::{PointResult, Status};
-use crate::sweep::html::charts::{Chart, Mark};
-use crate::sweep::html::esc;
+use crate::sweep::html::charts::{err, Chart, Mark};
+use crate::sweep::html::{embed_titled, esc};
 use plotters::prelude::*;
 use std::fmt::Write;
 
@@ -76,10 +76,6 @@ fn tick(v: &f64) -> String {
     } else {
         format!("{v:.3}")
     }
-}
-
-fn err(e: impl std::fmt::Display) -> String {
-    format!("cannot draw a chart: {e}")
 }
 
 /// Predicted against measured for one metric.
@@ -186,22 +182,6 @@ h1{font-size:1.6em}h2{font-size:1.2em;margin-top:32px;border-bottom:1px solid #d
 table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ddd;padding:2px 6px}\
 th{background:#f3f3f3}td.n{text-align:right}";
 
-fn embed(out: &mut String, chart: &Chart, id: &str) {
-    let _ = writeln!(out, "<div class=\"chart\" id=\"{id}\">");
-    out.push_str(&chart.svg);
-    out.push('\n');
-    for m in &chart.marks {
-        let _ = writeln!(
-            out,
-            "<span class=\"mark\" style=\"left:{}px;top:{}px\" title=\"{}\"></span>",
-            m.x,
-            m.y,
-            esc(&m.title)
-        );
-    }
-    out.push_str("</div>\n");
-}
-
 fn fmt(v: Option<f64>, signed: bool) -> String {
     match v {
         None => "-".into(),
@@ -276,7 +256,7 @@ pub fn page(points: &[MeasuredPoint], results: &[PointResult], groups: &[GroupSu
     ] {
         let _ = writeln!(out, "<h2>{metric}</h2>");
         match scatter(&dots(m, p, metric), &names, metric) {
-            Ok(chart) => embed(&mut out, &chart, id),
+            Ok(chart) => embed_titled(&mut out, &chart, id, usize::MAX),
             Err(e) => {
                 let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&e));
             }

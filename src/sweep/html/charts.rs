@@ -67,7 +67,8 @@ fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
     (lo - pad)..(hi + pad)
 }
 
-fn err(e: impl std::fmt::Display) -> String {
+/// A plotters error as the page shows it (also `validation.html`'s).
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     format!("cannot draw a chart: {e}")
 }
 

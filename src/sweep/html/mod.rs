@@ -267,12 +267,19 @@ fn prices_text(p: &crate::report::cost::GpuPrices) -> String {
     parts.join(", ")
 }
 
-/// The chart SVG with an absolutely placed, titled box over each mark.
+/// The chart SVG with an absolutely placed, titled box over each mark (the first
+/// [`MAX_TITLED_MARKS`]).
 fn embed(out: &mut String, chart: &Chart, id: &str) {
+    embed_titled(out, chart, id, MAX_TITLED_MARKS);
+}
+
+/// The chart SVG with an absolutely placed, titled box over each of its first `limit` marks
+/// (also `validation.html`'s).
+pub(crate) fn embed_titled(out: &mut String, chart: &Chart, id: &str, limit: usize) {
     let _ = writeln!(out, "<div class=\"chart\" id=\"{id}\">");
     out.push_str(&chart.svg);
     out.push('\n');
-    for m in chart.marks.iter().take(MAX_TITLED_MARKS) {
+    for m in chart.marks.iter().take(limit) {
         let _ = writeln!(
             out,
             "<span class=\"mark\" style=\"left:{}px;top:{}px\" title=\"{}\"></span>",
