@@ -88,6 +88,10 @@ pub struct CalibrateArgs {
     /// Families with fewer rows are cross-validated leave-one-out.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub loo_below: usize,
+    /// Fit only the prefill and decode time scales, not the per-request overhead
+    /// (request_overhead_ms: ms from the client's send to the engine, in every TTFT).
+    #[arg(long)]
+    pub no_request_overhead: bool,
     #[command(flatten)]
     pub options: MeasuredOptions,
     #[command(flatten)]

@@ -7,7 +7,7 @@
 //! round-robin in that order, so folds are fixed by the data and every fold spans the family's
 //! shapes. Families with fewer rows than `--loo-below` are cross-validated leave-one-out.
 
-use super::fit::{cross_validate, fit, summarize, Memo, Prediction, Scheme, Target};
+use super::fit::{cross_validate, fit, summarize, Fit, Memo, Prediction, Scheme, Target};
 use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
@@ -139,7 +139,12 @@ fn calibrate_family(
         memo.seed(l, Corrections::NONE, prediction(&baseline[rows[l]]));
     }
     let uncalibrated = summarize(&targets, &all, &memo.predict(&all, Corrections::NONE));
-    let fitted = fit(&mut memo, &targets, &all)?;
+    let what = if args.no_request_overhead {
+        Fit::Scales
+    } else {
+        Fit::ScalesAndOverhead
+    };
+    let fitted = fit(&mut memo, &targets, &all, what)?;
     let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
 
     let mut order = all.clone();
@@ -163,7 +168,7 @@ fn calibrate_family(
             FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
         }
     };
-    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme);
+    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
     let failed: Vec<String> = all
         .iter()
         .filter_map(|&l| {
@@ -194,6 +199,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "folds": args.folds,
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
+        "fit": if args.no_request_overhead { "scales" } else { "scales and request overhead" },
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
         "random_range_ratio": args.options.random_range_ratio,
         "kv_cache_dtype": args.options.kv_cache_dtype,
@@ -208,11 +214,12 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
 /// One line per family: scales, then uncalibrated, in-sample and cross-validated errors.
 pub fn render(file: &CalibrationFile) -> String {
     let mut out = format!(
-        "{:<44} {:>5} {:>8} {:>8}  {:>15}  {:>15}  {:>22}\n",
+        "{:<44} {:>5} {:>8} {:>8} {:>9}  {:>15}  {:>15}  {:>22}\n",
         "family",
         "rows",
         "prefill",
         "decode",
+        "overhead",
         "uncal TTFT/TPOT",
         "fit TTFT/TPOT",
         "cross-val TTFT/TPOT"
@@ -228,11 +235,12 @@ pub fn render(file: &CalibrationFile) -> String {
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
-            "{:<44} {:>5} {:>8.3} {:>8.3}  {:>15}  {:>15}  {:>22}\n",
+            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9}  {:>15}  {:>15}  {:>22}\n",
             name,
             fit.rows.len(),
             f.prefill_scale,
             f.decode_scale,
+            format!("{:.1}ms", f.request_overhead_ms),
             pair(&fit.uncalibrated),
             pair(&fit.fitted),
             cv

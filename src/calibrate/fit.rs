@@ -14,6 +14,13 @@
 //! scale-invariant (points arriving at a request rate), up to three closed-form updates of `k`
 //! on real predictions follow.
 //!
+//! The per-request overhead (ms from a client's send to the engine, the same for every request)
+//! is fitted with the common scale when asked ([`Fit::ScalesAndOverhead`]): for each `r`,
+//! predicted TTFTs are taken as `k·T + o`; the objective is jointly convex in (k, o), `o` has a
+//! closed form for each `k` (a weighted median of the shortfalls, at least 0), and `k` is found
+//! by a golden-section search. The overhead breaks scale invariance only slightly (it holds a
+//! concurrency slot for a few ms), which the updates on real predictions absorb.
+//!
 //! Objective: mean |TTFT error| + mean |TPOT error| over the rows, errors relative to the
 //! measured value. Grid points sit on a fixed dyadic lattice of log₂ r, so folds of a
 //! cross-validation share most simulations through the memo ([`Memo`]); a fold's fit still
@@ -47,7 +54,7 @@ impl<F: FnMut(&[usize], Corrections) -> Vec<Prediction>> Simulator for F {
 /// run each distinct simulation once.
 pub struct Memo<'s> {
     sim: &'s mut dyn Simulator,
-    done: HashMap<(usize, u64, u64), Prediction>,
+    done: HashMap<(usize, [u64; 3]), Prediction>,
     /// Simulations run (not memo hits).
     pub simulations: usize,
 }
@@ -63,16 +70,13 @@ impl<'s> Memo<'s> {
 
     /// Records a prediction already simulated elsewhere (not counted as a simulation).
     pub fn seed(&mut self, row: usize, c: Corrections, p: Prediction) {
-        self.done.insert(
-            (row, c.prefill_scale.to_bits(), c.decode_scale.to_bits()),
-            p,
-        );
+        self.done.insert((row, bits(c)), p);
     }
 
     /// Predictions of `rows` under `c`, in `rows`' order (only the missing ones are simulated,
     /// in one call).
     pub fn predict(&mut self, rows: &[usize], c: Corrections) -> Vec<Prediction> {
-        let key = |r: usize| (r, c.prefill_scale.to_bits(), c.decode_scale.to_bits());
+        let key = |r: usize| (r, bits(c));
         let mut missing: Vec<usize> = rows
             .iter()
             .copied()
@@ -91,6 +95,23 @@ impl<'s> Memo<'s> {
     }
 }
 
+fn bits(c: Corrections) -> [u64; 3] {
+    [
+        c.prefill_scale.to_bits(),
+        c.decode_scale.to_bits(),
+        c.request_overhead_ms.to_bits(),
+    ]
+}
+
+/// What a fit adjusts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// The prefill and decode time scales.
+    Scales,
+    /// The two scales and the per-request overhead (ms added to every request's way in).
+    ScalesAndOverhead,
+}
+
 /// What a fit found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fitted {
@@ -99,23 +120,70 @@ pub struct Fitted {
     pub objective: f64,
 }
 
+/// One simulated row against its measurement: predicted and measured TTFT and TPOT (ms).
+#[derive(Debug, Clone, Copy)]
+struct Obs {
+    t: f64,
+    m: f64,
+    u: f64,
+    q: f64,
+}
+
+/// The rows that simulated, with their measurements.
+fn observations(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> Vec<Obs> {
+    rows.iter()
+        .zip(preds)
+        .filter_map(|(&r, p)| {
+            p.as_ref().ok().map(|&(t, u)| Obs {
+                t,
+                m: targets[r].ttft_ms,
+                u,
+                q: targets[r].tpot_ms,
+            })
+        })
+        .collect()
+}
+
 /// Ratios predicted / measured of the rows that simulated.
 fn ratios(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> (Vec<f64>, Vec<f64>) {
-    let mut t = Vec::with_capacity(rows.len());
-    let mut u = Vec::with_capacity(rows.len());
-    for (&r, p) in rows.iter().zip(preds) {
-        if let Ok((ttft, tpot)) = p {
-            t.push(ttft / targets[r].ttft_ms);
-            u.push(tpot / targets[r].tpot_ms);
-        }
-    }
-    (t, u)
+    let obs = observations(targets, rows, preds);
+    (
+        obs.iter().map(|o| o.t / o.m).collect(),
+        obs.iter().map(|o| o.u / o.q).collect(),
+    )
 }
 
 /// mean |k·t − 1| + mean |k·u − 1|.
 fn objective(k: f64, t: &[f64], u: &[f64]) -> f64 {
     let mean = |xs: &[f64]| xs.iter().map(|x| (k * x - 1.0).abs()).sum::<f64>() / xs.len() as f64;
     mean(t) + mean(u)
+}
+
+/// mean |(k·t + o)/m − 1| + mean |k·u/q − 1|: the objective with TTFTs `t` that do not yet
+/// include the overhead `o`.
+fn objective_with_overhead(k: f64, o: f64, obs: &[Obs]) -> f64 {
+    let n = obs.len() as f64;
+    let ttft: f64 = obs.iter().map(|x| ((k * x.t + o) / x.m - 1.0).abs()).sum();
+    let tpot: f64 = obs.iter().map(|x| (k * x.u / x.q - 1.0).abs()).sum();
+    (ttft + tpot) / n
+}
+
+/// The minimiser of Σ wᵢ·|x − vᵢ| over `pts` = (vᵢ, wᵢ): a weighted median (`None` for no point).
+fn weighted_median(mut pts: Vec<(f64, f64)>) -> Option<f64> {
+    pts.retain(|p| p.0.is_finite() && p.1 > 0.0 && p.1.is_finite());
+    if pts.is_empty() {
+        return None;
+    }
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pts.iter().map(|p| p.1).sum();
+    let mut acc = 0.0;
+    for &(v, w) in &pts {
+        acc += w;
+        if acc >= total / 2.0 {
+            return Some(v);
+        }
+    }
+    pts.last().map(|p| p.0)
 }
 
 /// The `k` minimising [`objective`]: it is piecewise linear and convex in `k`, with its minimum
@@ -129,19 +197,64 @@ pub fn best_scale(t: &[f64], u: &[f64]) -> f64 {
             }
         }
     }
-    if pts.is_empty() {
-        return 1.0;
-    }
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let total: f64 = pts.iter().map(|p| p.1).sum();
-    let mut acc = 0.0;
-    for &(v, w) in &pts {
-        acc += w;
-        if acc >= total / 2.0 {
-            return v;
+    weighted_median(pts).unwrap_or(1.0)
+}
+
+/// For a scale `k`, the overhead ≥ 0 minimising [`objective_with_overhead`]: the TTFT term is
+/// Σ |o − (m − k·t)| / m, so a weighted median of the shortfalls, clamped at 0 (the objective
+/// is convex in `o`).
+fn best_overhead(k: f64, obs: &[Obs]) -> f64 {
+    let pts = obs.iter().map(|x| (x.m - k * x.t, 1.0 / x.m)).collect();
+    // To the µs: no float noise in the file.
+    let o = weighted_median(pts).unwrap_or(0.0).max(0.0);
+    (o * 1000.0).round() / 1000.0
+}
+
+/// The (k, o) minimising [`objective_with_overhead`], and the objective there. The objective is
+/// jointly convex in (k, o), so its minimum over `o` (in closed form) is convex in `k`, which a
+/// golden-section search over log k finds.
+fn best_scale_and_overhead(obs: &[Obs]) -> (f64, f64, f64) {
+    let g = |lk: f64| {
+        let k = lk.exp();
+        let o = best_overhead(k, obs);
+        (objective_with_overhead(k, o, obs), k, o)
+    };
+    let phi = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = ((1e-3f64).ln(), (1e3f64).ln());
+    let mut c = b - phi * (b - a);
+    let mut d = a + phi * (b - a);
+    let (mut gc, mut gd) = (g(c).0, g(d).0);
+    for _ in 0..100 {
+        if gc <= gd {
+            b = d;
+            d = c;
+            gd = gc;
+            c = b - phi * (b - a);
+            gc = g(c).0;
+        } else {
+            a = c;
+            c = d;
+            gc = gd;
+            d = a + phi * (b - a);
+            gd = g(d).0;
         }
     }
-    pts[pts.len() - 1].0
+    let (obj, k, o) = g((a + b) / 2.0);
+    (k, o, obj)
+}
+
+/// The best common scale (and overhead, when fitted) for predictions made without overhead:
+/// (k, o, objective).
+fn best_for(what: Fit, obs: &[Obs]) -> (f64, f64, f64) {
+    match what {
+        Fit::Scales => {
+            let t: Vec<f64> = obs.iter().map(|o| o.t / o.m).collect();
+            let u: Vec<f64> = obs.iter().map(|o| o.u / o.q).collect();
+            let k = best_scale(&t, &u);
+            (k, 0.0, objective(k, &t, &u))
+        }
+        Fit::ScalesAndOverhead => best_scale_and_overhead(obs),
+    }
 }
 
 /// The grid of log₂ r: coarse steps of 1/2 over [-2, 2] (widened by 1/2 up to [-4, 4] while the
@@ -151,27 +264,29 @@ const WIDEST: i32 = 8; // ±4 in units of 1/2
 const FINEST_STEP: f64 = 1.0 / 16.0;
 
 /// Fits corrections to `rows` (indices into `targets`). `None` when no row simulates.
-pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize]) -> Option<Fitted> {
-    let mut seen: Vec<(f64, f64, f64)> = Vec::new(); // (log2 r, objective, k)
-    let eval = |memo: &mut Memo, l: f64, seen: &mut Vec<(f64, f64, f64)>| -> Option<f64> {
+pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
+    // (log2 r, objective, k, overhead)
+    type Seen = Vec<(f64, f64, f64, f64)>;
+    let mut seen: Seen = Vec::new();
+    let eval = |memo: &mut Memo, l: f64, seen: &mut Seen| -> Option<f64> {
         if let Some(s) = seen.iter().find(|s| s.0 == l) {
             return Some(s.1);
         }
         let c = Corrections {
             prefill_scale: l.exp2(),
             decode_scale: 1.0,
+            request_overhead_ms: 0.0,
         };
         let preds = memo.predict(rows, c);
-        let (t, u) = ratios(targets, rows, &preds);
-        if t.is_empty() {
+        let obs = observations(targets, rows, &preds);
+        if obs.is_empty() {
             return None;
         }
-        let k = best_scale(&t, &u);
-        let obj = objective(k, &t, &u);
-        seen.push((l, obj, k));
+        let (k, o, obj) = best_for(what, &obs);
+        seen.push((l, obj, k, o));
         Some(obj)
     };
-    let best = |seen: &[(f64, f64, f64)]| {
+    let best = |seen: &Seen| {
         seen.iter()
             .copied()
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.abs().total_cmp(&b.0.abs())))
@@ -200,12 +315,14 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize]) -> Option<Fitted
         }
         step /= 2.0;
     }
-    let (l, _, k) = best(&seen)?;
+    let (l, _, k, o) = best(&seen)?;
     let mut c = Corrections {
         prefill_scale: l.exp2() * k,
         decode_scale: k,
+        request_overhead_ms: o,
     };
-    // The corrections as they are; if the runs were not scale-invariant, update k on them.
+    // The corrections as they are; where the runs were not scale-invariant (an overhead, or
+    // arrivals on a clock), update k (and the overhead) on their real predictions.
     let mut result: Option<Fitted> = None;
     for _ in 0..4 {
         let preds = memo.predict(rows, c);
@@ -220,13 +337,19 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize]) -> Option<Fitted
                 objective: obj,
             });
         }
-        let k = best_scale(&t, &u);
-        if (k - 1.0).abs() < 1e-9 {
+        // The predictions without the overhead they include, scaled again.
+        let mut obs = observations(targets, rows, &preds);
+        for x in &mut obs {
+            x.t -= c.request_overhead_ms;
+        }
+        let (k, o, _) = best_for(what, &obs);
+        if (k - 1.0).abs() < 1e-9 && (o - c.request_overhead_ms).abs() < 1e-6 {
             break;
         }
         c = Corrections {
             prefill_scale: c.prefill_scale * k,
             decode_scale: c.decode_scale * k,
+            request_overhead_ms: o,
         };
     }
     result
@@ -298,6 +421,7 @@ pub fn cross_validate(
     targets: &[Target],
     order: &[usize],
     scheme: Scheme,
+    what: Fit,
 ) -> Option<CrossValidation> {
     let n = order.len();
     let (folds, fit_on_fold) = match scheme {
@@ -322,7 +446,7 @@ pub fn cross_validate(
         } else {
             (outside, inside)
         };
-        let Some(fitted) = fit(memo, targets, &train) else {
+        let Some(fitted) = fit(memo, targets, &train, what) else {
             continue;
         };
         fold_corrections.push(fitted.corrections);

@@ -49,7 +49,8 @@ impl fmt::Display for Family {
     }
 }
 
-/// The fitted corrections of one family: multipliers of simulated pass times (1 = unchanged).
+/// The fitted corrections of one family: multipliers of simulated pass times (1 = unchanged)
+/// and the serving stack's per-request overhead (0 = none).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Corrections {
@@ -57,12 +58,16 @@ pub struct Corrections {
     pub prefill_scale: f64,
     /// Multiplies the time of every decode step.
     pub decode_scale: f64,
+    /// ms added to every request's way in (`request_overhead_ms`), on top of the pool's own.
+    #[serde(default)]
+    pub request_overhead_ms: f64,
 }
 
 impl Corrections {
     pub const NONE: Corrections = Corrections {
         prefill_scale: 1.0,
         decode_scale: 1.0,
+        request_overhead_ms: 0.0,
     };
 
     /// Applies the scales to one pool's engine args, composed with the ratios already set
@@ -81,6 +86,7 @@ impl Corrections {
         // prefill divisor s' = s / a; decode divisor s'·d' = s·d / b.
         e.speedup_ratio = s / self.prefill_scale;
         e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
+        e.request_overhead_ms += self.request_overhead_ms;
     }
 }
 
@@ -140,6 +146,9 @@ pub struct FamilyCalibration {
     pub model: String,
     pub prefill_scale: f64,
     pub decode_scale: f64,
+    /// ms added to every request's way in (absent in files written before it was fitted: 0).
+    #[serde(default)]
+    pub request_overhead_ms: f64,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -153,6 +162,7 @@ impl FamilyCalibration {
             model: family.model,
             prefill_scale: c.prefill_scale,
             decode_scale: c.decode_scale,
+            request_overhead_ms: c.request_overhead_ms,
             fit,
         }
     }
@@ -169,6 +179,7 @@ impl FamilyCalibration {
         Corrections {
             prefill_scale: self.prefill_scale,
             decode_scale: self.decode_scale,
+            request_overhead_ms: self.request_overhead_ms,
         }
     }
 }
@@ -205,6 +216,12 @@ impl Applied {
     /// A short description for notes (`calibrated h200_sxm vllm M: prefill ×1.18, decode ×0.99`).
     pub fn describe(&self) -> String {
         match self {
+            Applied::Calibrated(f, c) if c.request_overhead_ms != 0.0 => format!(
+                "{f}: prefill time x{}, decode time x{}, request overhead +{} ms",
+                short(c.prefill_scale),
+                short(c.decode_scale),
+                short(c.request_overhead_ms)
+            ),
             Applied::Calibrated(f, c) => format!(
                 "{f}: prefill time x{}, decode time x{}",
                 short(c.prefill_scale),
@@ -301,6 +318,13 @@ impl CalibrationFile {
                          of simulated pass times)"
                     )));
                 }
+            }
+            let o = f.request_overhead_ms;
+            if !(o.is_finite() && (0.0..=3.6e6).contains(&o)) {
+                return Err(InputError::new(format!(
+                    "families[{i}].request_overhead_ms = {o}: expected a number of ms in \
+                     [0, 3600000]"
+                )));
             }
             if let Some(j) = seen.insert(f.family(), i) {
                 return Err(InputError::new(format!(

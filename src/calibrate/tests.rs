@@ -24,6 +24,7 @@ fn sample() -> CalibrationFile {
         Corrections {
             prefill_scale: 1.18,
             decode_scale: 0.97,
+            request_overhead_ms: 0.0,
         },
         Some(FitRecord {
             rows: vec!["a".into(), "b".into()],
@@ -109,6 +110,7 @@ fn corrections_compose_with_the_ratios_already_set() {
     let c = Corrections {
         prefill_scale: 1.25,
         decode_scale: 0.8,
+        request_overhead_ms: 0.0,
     };
     // Unset ratios: prefill divisor 1/1.25, decode divisor 1/0.8.
     let mut e = EngineArgs::default();

@@ -129,6 +129,8 @@ pub enum Count {
 }
 
 /// The engine pools of a deployment with their counts.
+// Built once per deployment and consumed at once: boxing the larger variant buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum PoolsInput {
     Aggregated {

@@ -55,6 +55,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "kv_transfer_bandwidth",
     "kv_transfer_timing_mode",
     "router_queue_policy",
+    "request_overhead_ms",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -226,6 +227,12 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         o.float("decode_speedup_ratio", 0.0, f64::INFINITY)?,
     )? {
         a.decode_speedup_ratio = x;
+    }
+    if let Some(x) = o.non_null(
+        "request_overhead_ms",
+        o.float("request_overhead_ms", 0.0, 3.6e6)?,
+    )? {
+        a.request_overhead_ms = x;
     }
     if let Some(n) = o.non_null(
         "dp_size",

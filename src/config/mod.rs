@@ -139,6 +139,12 @@ pub struct EngineArgs {
     pub router_queue_policy: Option<QueuePolicy>,
     /// GPUs per worker for GPU-hours: `aic_tp_size.unwrap_or(1) * dp_size`.
     pub tp_size: u32,
+    /// dynosim's `request_overhead_ms` (not a DynoSim key; 0 = DynoSim): ms from a client's send
+    /// until the pool sees the request (HTTP, tokenisation, routing). It counts in TTFT and
+    /// end-to-end latency and holds a closed-loop slot. Read from the pool requests enter (the
+    /// aggregated pool, or the prefill pool).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_overhead_ms: f64,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -167,9 +173,14 @@ impl Default for EngineArgs {
             kv_transfer_timing_mode: KvTransferTimingMode::FullPrompt,
             router_queue_policy: None,
             tp_size: 1,
+            request_overhead_ms: 0.0,
             timing: Timing::default(),
         }
     }
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl EngineArgs {
@@ -349,6 +360,14 @@ impl Topology {
 
     /// Engine block size used for hashing prompts (prefill pool's in disaggregated mode).
     /// The engine args of every pool (one aggregated, or prefill then decode).
+    /// The pool requests enter: the aggregated pool, or the prefill pool.
+    pub fn entry_pool(&self) -> &EngineArgs {
+        match self {
+            Topology::Aggregated { engine, .. } => engine,
+            Topology::Disaggregated { prefill, .. } => prefill,
+        }
+    }
+
     pub fn engines(&self) -> Vec<&EngineArgs> {
         match self {
             Topology::Aggregated { engine, .. } => vec![engine],

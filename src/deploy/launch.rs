@@ -262,6 +262,12 @@ fn pool(
             notes.push(format!("{what} = {}: not a launch setting", e[k]));
         }
     }
+    if e["request_overhead_ms"].as_f64().is_some_and(|x| x > 0.0) {
+        notes.push(format!(
+            "request_overhead_ms = {} models the serving stack's per-request overhead: not a launch setting",
+            e["request_overhead_ms"]
+        ));
+    }
     if e["kv_transfer_bandwidth"].as_f64().is_some_and(|x| x > 0.0) {
         notes.push(format!(
             "kv_transfer_bandwidth = {} GB/s models the prefill-to-decode KV transfer; the real transfer runs over NIXL",

@@ -58,10 +58,13 @@ pub struct Driver {
     warmup_left: u32,
     /// When the measured sessions were released (0 without warm-up; `None` while warming up).
     measured_from: Option<f64>,
+    /// The entry pool's `request_overhead_ms`: every release reaches the pool this much after
+    /// the client sent it (the times this driver is given are send times).
+    overhead: f64,
 }
 
 impl Driver {
-    pub fn new(load: &LoadSpec) -> Self {
+    pub fn new(load: &LoadSpec, overhead_ms: f64) -> Self {
         Driver {
             due: BinaryHeap::new(),
             cap: load.replay_concurrency,
@@ -75,6 +78,7 @@ impl Driver {
             ready_after: Vec::new(),
             warmup_left: 0,
             measured_from: Some(0.0),
+            overhead: overhead_ms,
         }
     }
 
@@ -84,11 +88,17 @@ impl Driver {
         self.measured_from
     }
 
+    /// How long after its send a request is released (the entry pool's `request_overhead_ms`).
+    pub fn overhead(&self) -> f64 {
+        self.overhead
+    }
+
+    /// The client sends `req` at `time`; the pool sees it `overhead` later.
     fn push(&mut self, time: f64, req: u32) {
         // Same-time arrivals are released in workload order (session, then turn), which is
         // what the reference does (checked on its multi-turn synthetic runs).
         self.due.push(Reverse(Due {
-            time,
+            time: time + self.overhead,
             seq: req as u64,
             req,
         }));

@@ -620,7 +620,8 @@ impl<'w> Sim<'w> {
 
     /// A request becomes visible: record it, route it.
     fn arrive(&mut self, req: u32) {
-        let stamp = self.arrival_stamp();
+        // Recorded at the client's send: the request overhead counts in its latencies.
+        let stamp = self.arrival_stamp() - self.driver.overhead();
         if self.arrival_at_pass_end && self.cfg.max_sim_time_ms.is_some_and(|c| stamp > c) {
             // DynoSim's single-worker closed loop would release it at the end of the running
             // pass, past the time cap, where its run stops first: never seen.

@@ -66,7 +66,7 @@ impl<'w> Sim<'w> {
             ],
             transfer,
             destination_first,
-            driver: Driver::new(&cfg.load),
+            driver: Driver::new(&cfg.load, cfg.topology.entry_pool().request_overhead_ms),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some())

@@ -60,6 +60,16 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
         "decode_speedup_ratio".into(),
         Value::from(d * c.prefill_scale / c.decode_scale),
     );
+    if c.request_overhead_ms != 0.0 {
+        let own = pool
+            .and_then(|p| p.get("request_overhead_ms"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        keys.insert(
+            "request_overhead_ms".into(),
+            Value::from(own + c.request_overhead_ms),
+        );
+    }
     keys
 }
 

@@ -81,6 +81,40 @@ pub struct Parallel {
     pub moe_ep: Option<u32>,
 }
 
+impl Parallel {
+    /// GPUs of the 8-GPU nodes the table's expert-parallel rows ran on.
+    const NODE_GPUS: u32 = 8;
+
+    /// Undoes a labelling quirk of the table: InferenceX's `tpN-epN` (or `dpN-epN`) runs, N GPUs
+    /// with attention over N ranks and the experts spread over the same N, are stored with
+    /// `moe_tp_size = moe_ep_size = N` and a `tp_size` (or `attention_dp_size`) of N², so that
+    /// MoE TP × EP equals TP × DP. N² GPUs would be more than the node holds (64 for N = 8); the
+    /// run is N GPUs with MoE TP 1 and EP N. Rows of at most one node (N² ≤ 8) are taken as given.
+    pub fn normalised(self) -> Parallel {
+        let (Some(mtp), Some(mep)) = (self.moe_tp, self.moe_ep) else {
+            return self;
+        };
+        let n = mtp;
+        if n < 2 || mep != n || self.tp * self.attention_dp != n * n || n * n <= Self::NODE_GPUS {
+            return self;
+        }
+        let (tp, attention_dp) = if self.tp >= n && self.tp.is_multiple_of(n) {
+            (self.tp / n, self.attention_dp)
+        } else if self.attention_dp.is_multiple_of(n) {
+            (self.tp, self.attention_dp / n)
+        } else {
+            return self;
+        };
+        Parallel {
+            tp,
+            attention_dp,
+            moe_tp: Some(1),
+            moe_ep: Some(n),
+            ..self
+        }
+    }
+}
+
 /// The deployment columns of a table row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableDeployment {
@@ -263,7 +297,8 @@ impl Row<'_> {
             attention_dp: self.int(&c("attention_dp_size"))?.unwrap_or(1).max(1),
             moe_tp: self.int(&c("moe_tp_size"))?,
             moe_ep: self.int(&c("moe_ep_size"))?,
-        };
+        }
+        .normalised();
         Ok(Some((p, self.int(&c("batch_size"))?)))
     }
 

@@ -2,7 +2,7 @@
 //! versions, recipes, errors and summaries.
 
 use super::deployment::{recipe, AicCatalog, KvCacheDtype};
-use super::points::{read_aiperf, read_table, Deployment, FlagDeployment};
+use super::points::{read_aiperf, read_table, Deployment, FlagDeployment, Parallel};
 use super::summary::{median, ErrorStats};
 use super::*;
 use std::collections::BTreeMap;
@@ -254,4 +254,32 @@ fn errors_and_summaries() {
     assert_eq!(s.mean_abs_pct, Some(20.0));
     assert_eq!(s.median_abs_pct, Some(20.0));
     assert_eq!(s.median_signed_pct, Some(-10.0));
+}
+
+#[test]
+fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
+    let p = |tp, dp, mtp, mep| Parallel {
+        num_workers: 1,
+        tp,
+        pp: 1,
+        attention_dp: dp,
+        moe_tp: Some(mtp),
+        moe_ep: Some(mep),
+    };
+    // tp8-ep8 stored as TP 64, MoE TP 8 × EP 8: 8 GPUs, experts over 8.
+    assert_eq!(p(64, 1, 8, 8).normalised(), p(8, 1, 1, 8));
+    assert_eq!(p(16, 1, 4, 4).normalised(), p(4, 1, 1, 4));
+    // dp8-ep8 with attention data parallelism.
+    assert_eq!(p(1, 64, 8, 8).normalised(), p(1, 8, 1, 8));
+    assert_eq!(p(1, 16, 4, 4).normalised(), p(1, 4, 1, 4));
+    // Within a node, or not of that shape: as given.
+    for q in [
+        p(1, 4, 2, 2),
+        p(8, 1, 8, 1),
+        p(8, 1, 1, 8),
+        p(36, 1, 36, 1),
+        p(4, 4, 1, 16),
+    ] {
+        assert_eq!(q.clone().normalised(), q);
+    }
 }

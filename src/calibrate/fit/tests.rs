@@ -30,7 +30,7 @@ impl Toy {
     fn times(&self, r: usize, c: Corrections) -> (f64, f64) {
         let (p, q, d, e) = self.rows[r];
         (
-            p * c.prefill_scale + q * c.decode_scale,
+            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms,
             d * c.decode_scale + e * c.prefill_scale,
         )
     }
@@ -62,12 +62,13 @@ fn recovers_known_scales_on_the_lattice_exactly() {
     let truth = Corrections {
         prefill_scale: 0.8 * 0.375f64.exp2(),
         decode_scale: 0.8,
+        request_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
     let rows: Vec<usize> = (0..30).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
     assert!(
         close(f.corrections.prefill_scale, truth.prefill_scale, 1e-9),
         "{f:?}"
@@ -87,12 +88,13 @@ fn recovers_off_lattice_scales_within_the_finest_step() {
         let truth = Corrections {
             prefill_scale: a,
             decode_scale: b,
+            request_overhead_ms: 0.0,
         };
         let mut toy = Toy::new(24);
         let targets = toy.targets(truth);
         let rows: Vec<usize> = (0..24).collect();
         let mut memo = Memo::new(&mut toy);
-        let f = fit(&mut memo, &targets, &rows).unwrap();
+        let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
         let ratio = f.corrections.prefill_scale / f.corrections.decode_scale;
         assert!(close(ratio, a / b, half_step), "truth {a}/{b}: {f:?}");
         assert!(close(f.corrections.decode_scale, b, half_step), "{f:?}");
@@ -109,12 +111,13 @@ fn the_grid_widens_when_the_ratio_is_far_out() {
     let truth = Corrections {
         prefill_scale: 8.0,
         decode_scale: 1.0,
+        request_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(12);
     let targets = toy.targets(truth);
     let rows: Vec<usize> = (0..12).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
     assert!(close(f.corrections.prefill_scale, 8.0, 1e-9), "{f:?}");
 }
 
@@ -136,7 +139,14 @@ fn the_memo_simulates_each_point_once() {
     let targets = toy.targets(Corrections::NONE);
     let order: Vec<usize> = (0..9).collect();
     let mut memo = Memo::new(&mut toy);
-    let cv = cross_validate(&mut memo, &targets, &order, Scheme::FitOnOne { folds: 3 }).unwrap();
+    let cv = cross_validate(
+        &mut memo,
+        &targets,
+        &order,
+        Scheme::FitOnOne { folds: 3 },
+        Fit::Scales,
+    )
+    .unwrap();
     let sims = memo.simulations;
     drop(memo);
     // Every fold shares the coarse grid: far fewer simulations than folds × grid × rows.
@@ -166,11 +176,25 @@ fn cross_validation_sees_errors_a_fit_on_all_rows_hides() {
     }
     let order: Vec<usize> = (0..12).collect();
     let mut memo = Memo::new(&mut toy);
-    let loo = cross_validate(&mut memo, &targets, &order, Scheme::LeaveOneOut).unwrap();
+    let loo = cross_validate(
+        &mut memo,
+        &targets,
+        &order,
+        Scheme::LeaveOneOut,
+        Fit::Scales,
+    )
+    .unwrap();
     assert_eq!(loo.folds, 12);
     assert_eq!(loo.errors.n, 12);
     assert!(loo.errors.ttft_mean_abs_pct > 5.0, "{loo:?}");
-    let rest = cross_validate(&mut memo, &targets, &order, Scheme::FitOnRest { folds: 3 }).unwrap();
+    let rest = cross_validate(
+        &mut memo,
+        &targets,
+        &order,
+        Scheme::FitOnRest { folds: 3 },
+        Fit::Scales,
+    )
+    .unwrap();
     assert_eq!(rest.errors.n, 12);
     assert_eq!(rest.scheme, "folds-fit-on-rest");
 }
@@ -198,12 +222,19 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
         3
     ];
     let mut memo = Memo::new(&mut sim);
-    let f = fit(&mut memo, &targets, &[0, 1, 2]).unwrap();
+    let f = fit(&mut memo, &targets, &[0, 1, 2], Fit::Scales).unwrap();
     assert!(close(f.corrections.prefill_scale, prefill, 1e-9), "{f:?}");
     assert!(close(f.corrections.decode_scale, 0.9, 1e-9), "{f:?}");
-    assert!(fit(&mut memo, &targets, &[1]).is_none());
-    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut).is_none());
-    assert!(cross_validate(&mut memo, &targets, &[0, 2], Scheme::FitOnOne { folds: 3 }).is_none());
+    assert!(fit(&mut memo, &targets, &[1], Fit::Scales).is_none());
+    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut, Fit::Scales).is_none());
+    assert!(cross_validate(
+        &mut memo,
+        &targets,
+        &[0, 2],
+        Scheme::FitOnOne { folds: 3 },
+        Fit::Scales
+    )
+    .is_none());
     let preds = memo.predict(&[0, 1, 2], Corrections::NONE);
     let s = summarize(&targets, &[0, 1, 2], &preds);
     assert_eq!(s.n, 2);
@@ -222,4 +253,71 @@ fn median_of_odd_even_and_empty() {
     assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
     assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     assert_eq!(median(&[]), 0.0);
+}
+
+#[test]
+fn recovers_a_request_overhead_with_the_scales() {
+    // Ratio on the lattice, overhead 25 ms: the joint fit finds all three.
+    let truth = Corrections {
+        prefill_scale: 1.2 * 0.25f64.exp2(),
+        decode_scale: 1.2,
+        request_overhead_ms: 25.0,
+    };
+    let mut toy = Toy::new(30);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..30).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows, Fit::ScalesAndOverhead).unwrap();
+    let c = f.corrections;
+    assert!(close(c.prefill_scale, truth.prefill_scale, 1e-6), "{f:?}");
+    assert!(close(c.decode_scale, truth.decode_scale, 1e-6), "{f:?}");
+    assert!((c.request_overhead_ms - 25.0).abs() < 1e-3, "{f:?}");
+    assert!(f.objective < 1e-6, "{f:?}");
+    // Scales alone cannot express the overhead: a worse fit on the same rows.
+    let g = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    assert_eq!(g.corrections.request_overhead_ms, 0.0);
+    assert!(g.objective > f.objective + 0.01, "{g:?} vs {f:?}");
+}
+
+#[test]
+fn the_overhead_is_never_negative() {
+    // Measured TTFTs 10 ms below a perfect model's: an overhead would have to be negative, so
+    // it stays 0 and the fit is no worse than the scales' alone.
+    let mut toy = Toy::new(20);
+    let mut targets = toy.targets(Corrections::NONE);
+    for t in &mut targets {
+        t.ttft_ms -= 10.0;
+    }
+    let rows: Vec<usize> = (0..20).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows, Fit::ScalesAndOverhead).unwrap();
+    assert!(f.corrections.request_overhead_ms.abs() < 1e-9, "{f:?}");
+    let g = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    assert!(f.objective <= g.objective + 1e-6, "{f:?} vs {g:?}");
+}
+
+#[test]
+fn best_scale_and_overhead_minimises_the_objective() {
+    let obs: Vec<Obs> = [
+        (50.0, 90.0, 10.0, 11.0),
+        (120.0, 170.0, 12.0, 12.5),
+        (400.0, 520.0, 20.0, 21.0),
+        (30.0, 75.0, 8.0, 8.1),
+        (900.0, 1000.0, 30.0, 33.0),
+    ]
+    .iter()
+    .map(|&(t, m, u, q)| Obs { t, m, u, q })
+    .collect();
+    let (k, o, at) = best_scale_and_overhead(&obs);
+    assert!((objective_with_overhead(k, o, &obs) - at).abs() < 1e-12);
+    assert!(o >= 0.0);
+    for i in 1..200 {
+        for j in 0..100 {
+            let (kk, oo) = (0.5 + i as f64 / 200.0, j as f64);
+            assert!(
+                objective_with_overhead(kk, oo, &obs) >= at - 1e-9,
+                "({k}, {o}) = {at} vs ({kk}, {oo})"
+            );
+        }
+    }
 }
