@@ -92,6 +92,10 @@ pub struct CalibrateArgs {
     /// (request_overhead_ms: ms from the client's send to the engine, in every TTFT).
     #[arg(long)]
     pub no_request_overhead: bool,
+    /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:
+    /// entries that win over the family's for pools of that shape.
+    #[arg(long)]
+    pub per_parallelism: bool,
     #[command(flatten)]
     pub options: MeasuredOptions,
     #[command(flatten)]

@@ -387,3 +387,77 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn per_parallelism_entries_win_for_their_shape() {
+    if !common::have_aic("per_parallelism_entries_win_for_their_shape") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The shipped H200 rows at TP 1 and 2: 15 of each.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("validation/llama-3.1-70b-fp8-vllm-h100-h200.csv");
+    let mut r = csv::Reader::from_path(&shipped).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (sys, tp) = (col("system"), col("tp_size"));
+    let rows_csv = d.join("rows.csv");
+    let mut w = csv::Writer::from_path(&rows_csv).unwrap();
+    w.write_record(&header).unwrap();
+    let mut n = 0;
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        if &rec[sys] == "h200_sxm" && (&rec[tp] == "1" || &rec[tp] == "2") {
+            w.write_record(&rec).unwrap();
+            n += 1;
+        }
+    }
+    w.flush().unwrap();
+    assert_eq!(n, 30);
+    let cal = d.join("cal.json");
+    let out = dynosim(d)
+        .args(["calibrate", rows_csv.to_str().unwrap(), "-o"])
+        .arg(&cal)
+        .args([
+            "--prompts-per-concurrency",
+            "2",
+            "-j",
+            "2",
+            "--per-parallelism",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let file = dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap())
+        .unwrap();
+    let shapes: Vec<Option<&str>> = file
+        .families
+        .iter()
+        .map(|f| f.parallelism.as_deref())
+        .collect();
+    assert_eq!(shapes, [None, Some("tp1"), Some("tp2")], "{file:?}");
+    for f in &file.families {
+        let fit = f.fit.as_ref().unwrap();
+        let want = if f.parallelism.is_some() { 15 } else { 30 };
+        assert_eq!(fit.rows.len(), want, "{f:?}");
+        assert!(fit.cross_validated.is_some(), "{f:?}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("meta-llama/Meta-Llama-3.1-70B tp2"));
+
+    // validate with the file: each shape takes its own entry.
+    let out = dynosim(d)
+        .args(["validate", rows_csv.to_str().unwrap(), "-o"])
+        .arg(d.join("v"))
+        .args(["--prompts-per-concurrency", "2", "-j", "2", "--calibration"])
+        .arg(&cal)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    for shape in ["tp1", "tp2"] {
+        let note = format!("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B {shape}: ");
+        assert!(stderr.contains(&note), "{note} not in {stderr}");
+    }
+}

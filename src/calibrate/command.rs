@@ -11,7 +11,7 @@ use super::fit::{cross_validate, fit, summarize, Fit, Memo, Prediction, Scheme, 
 use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
-use crate::validate::calibration::{aic_family, correction_keys};
+use crate::validate::calibration::{aic_family, correction_keys, parallelism_of};
 use crate::validate::{
     Corrections as KeyCorrections, MeasuredPoint, PointResult, Status, Validator,
 };
@@ -52,6 +52,33 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             file.families.push(entry);
         } else {
             eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
+            continue;
+        }
+        if !args.per_parallelism {
+            continue;
+        }
+        let shapes = by_shape(rows, &baseline);
+        if shapes.len() < 2 {
+            continue; // one shape: its entry would be the family's
+        }
+        for (shape, shape_rows) in shapes {
+            let narrow = Family {
+                parallelism: Some(shape),
+                ..family.clone()
+            };
+            if shape_rows.len() < MIN_SHAPE_ROWS {
+                eprintln!(
+                    "calibrate: {narrow}: {} row(s), fewer than {MIN_SHAPE_ROWS}; the family's \
+                     corrections apply",
+                    shape_rows.len()
+                );
+                continue;
+            }
+            if let Some(entry) =
+                calibrate_family(args, &validator, &points, &baseline, &narrow, &shape_rows)
+            {
+                file.families.push(entry);
+            }
         }
     }
     write_file(&args.output, &file.to_json())?;
@@ -93,6 +120,20 @@ fn group(
         }
     }
     (families, notes)
+}
+
+/// Rows a deployment shape needs for an entry of its own (`--per-parallelism`).
+const MIN_SHAPE_ROWS: usize = 6;
+
+/// A family's rows by deployment shape (`calibrate::parallelism_label` of their recipes).
+fn by_shape(rows: &[usize], baseline: &[PointResult]) -> BTreeMap<String, Vec<usize>> {
+    let mut out: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for &i in rows {
+        if let Some(shape) = baseline[i].recipe.as_ref().and_then(parallelism_of) {
+            out.entry(shape).or_default().push(i);
+        }
+    }
+    out
 }
 
 /// Fits, cross-validates and describes one family; `None` when none of its rows simulates.
@@ -199,6 +240,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "folds": args.folds,
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
+        "per_parallelism": args.per_parallelism,
         "fit": if args.no_request_overhead { "scales" } else { "scales and request overhead" },
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
         "random_range_ratio": args.options.random_range_ratio,
@@ -225,7 +267,7 @@ pub fn render(file: &CalibrationFile) -> String {
         "cross-val TTFT/TPOT"
     );
     for f in &file.families {
-        let name = format!("{} {} {}", f.system, f.backend, f.model);
+        let name = f.family().to_string();
         let Some(fit) = &f.fit else { continue };
         let pair = |s: &super::ErrorSummary| {
             format!("{:.1}%/{:.1}%", s.ttft_mean_abs_pct, s.tpot_mean_abs_pct)

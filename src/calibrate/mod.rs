@@ -41,12 +41,45 @@ pub struct Family {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// A deployment shape within the family ([`parallelism_label`], e.g. `tp4` or
+    /// `tp4-dp4-ep16`): an entry with one applies to pools of that shape and wins over the
+    /// family's entry without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<String>,
 }
 
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {}", self.system, self.backend, self.model)
+        write!(f, "{} {} {}", self.system, self.backend, self.model)?;
+        match &self.parallelism {
+            Some(p) => write!(f, " {p}"),
+            None => Ok(()),
+        }
     }
+}
+
+impl Family {
+    /// The same family without a deployment shape.
+    pub fn generic(&self) -> Family {
+        Family {
+            parallelism: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// The deployment shape of an AIC pool as calibration files name it: `tp{T}`, then `-dp{D}`
+/// with attention data parallelism, then `-ep{E}` with expert parallelism (MoE TP is the rest:
+/// T × D / E).
+pub fn parallelism_label(tp: u32, attention_dp: u32, moe_ep: Option<u32>) -> String {
+    let mut s = format!("tp{tp}");
+    if attention_dp > 1 {
+        s.push_str(&format!("-dp{attention_dp}"));
+    }
+    if let Some(ep) = moe_ep.filter(|&e| e > 1) {
+        s.push_str(&format!("-ep{ep}"));
+    }
+    s
 }
 
 /// The fitted corrections of one family: multipliers of simulated pass times (1 = unchanged)
@@ -144,6 +177,10 @@ pub struct FamilyCalibration {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// The deployment shape this entry is for (absent: every shape of the family without an
+    /// entry of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<String>,
     pub prefill_scale: f64,
     pub decode_scale: f64,
     /// ms added to every request's way in (absent in files written before it was fitted: 0).
@@ -160,6 +197,7 @@ impl FamilyCalibration {
             system: family.system,
             backend: family.backend,
             model: family.model,
+            parallelism: family.parallelism,
             prefill_scale: c.prefill_scale,
             decode_scale: c.decode_scale,
             request_overhead_ms: c.request_overhead_ms,
@@ -172,6 +210,7 @@ impl FamilyCalibration {
             system: self.system.clone(),
             backend: self.backend.clone(),
             model: self.model.clone(),
+            parallelism: self.parallelism.clone(),
         }
     }
 
@@ -336,11 +375,22 @@ impl CalibrationFile {
         Ok(())
     }
 
-    /// The entry of `family`, if any.
+    /// The entry for `family`: the one of its deployment shape if the file has it, else the
+    /// family's entry without a shape.
     pub fn get(&self, family: &Family) -> Option<&FamilyCalibration> {
-        self.families.iter().find(|f| {
-            f.system == family.system && f.backend == family.backend && f.model == family.model
-        })
+        let find = |want: &Option<String>| {
+            self.families.iter().find(|f| {
+                f.system == family.system
+                    && f.backend == family.backend
+                    && f.model == family.model
+                    && &f.parallelism == want
+            })
+        };
+        family
+            .parallelism
+            .as_ref()
+            .and_then(|_| find(&family.parallelism))
+            .or_else(|| find(&None))
     }
 
     /// Calibrates one pool: its AIC family's corrections, if the file has them.
@@ -352,9 +402,9 @@ impl CalibrationFile {
             Some(f) => {
                 let c = f.corrections();
                 c.apply_to(e);
-                Applied::Calibrated(family, c)
+                Applied::Calibrated(f.family(), c)
             }
-            None => Applied::Absent(family),
+            None => Applied::Absent(family.generic()),
         }
     }
 
@@ -386,6 +436,11 @@ pub fn family_of(e: &EngineArgs) -> Option<Family> {
         system: id.system.clone(),
         backend: id.backend.clone(),
         model: id.model_path.clone(),
+        parallelism: Some(parallelism_label(
+            id.tp_size,
+            id.attention_dp_size,
+            id.moe_ep_size,
+        )),
     })
 }
 

@@ -5,6 +5,7 @@ fn family() -> Family {
         system: "h200_sxm".into(),
         backend: "vllm".into(),
         model: "meta-llama/Meta-Llama-3.1-70B".into(),
+        parallelism: None,
     }
 }
 
@@ -154,4 +155,49 @@ fn pools_without_aic_timing_stay_uncalibrated() {
         Applied::Absent(family()).describe(),
         "uncalibrated: no calibration for h200_sxm vllm meta-llama/Meta-Llama-3.1-70B in the file"
     );
+}
+
+#[test]
+fn an_entry_of_the_pools_shape_wins_over_the_familys() {
+    let mut f = sample();
+    let narrow = Family {
+        parallelism: Some("tp4".into()),
+        ..family()
+    };
+    let c = Corrections {
+        prefill_scale: 2.0,
+        decode_scale: 3.0,
+        request_overhead_ms: 40.0,
+    };
+    f.families
+        .push(FamilyCalibration::new(narrow.clone(), c, None));
+    let text = f.to_json();
+    assert!(text.contains("\"parallelism\": \"tp4\""), "{text}");
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(back, f);
+    // TP 4 takes its own entry; TP 2 and a query without a shape take the family's.
+    assert_eq!(back.get(&narrow).unwrap().corrections(), c);
+    let tp2 = Family {
+        parallelism: Some("tp2".into()),
+        ..family()
+    };
+    assert_eq!(back.get(&tp2).unwrap().prefill_scale, 1.18);
+    assert_eq!(back.get(&family()).unwrap().prefill_scale, 1.18);
+    // The same shape twice is refused.
+    let mut twice = back.clone();
+    twice
+        .families
+        .push(FamilyCalibration::new(narrow.clone(), c, None));
+    let e = CalibrationFile::parse(&twice.to_json())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("repeats the family"), "{e}");
+}
+
+#[test]
+fn shape_labels() {
+    assert_eq!(parallelism_label(4, 1, None), "tp4");
+    assert_eq!(parallelism_label(4, 1, Some(1)), "tp4");
+    assert_eq!(parallelism_label(8, 1, Some(8)), "tp8-ep8");
+    assert_eq!(parallelism_label(4, 4, Some(16)), "tp4-dp4-ep16");
 }

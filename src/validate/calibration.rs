@@ -31,6 +31,7 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
             system: s("aic_system")?,
             backend: s("aic_backend")?,
             model: s("aic_model_path")?,
+            parallelism: None,
         };
         match &family {
             Some(g) if *g != f => return None,
@@ -38,6 +39,22 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
         }
     }
     family
+}
+
+/// The deployment shape of a recipe's pools as calibration files name it
+/// ([`calibrate::parallelism_label`]): the aggregated or prefill pool's (`None` without AIC).
+pub fn parallelism_of(r: &Recipe) -> Option<String> {
+    let pool = r
+        .extra_engine_args
+        .as_ref()
+        .or(r.prefill_engine_args.as_ref())?;
+    let n = |k: &str| pool.get(k).and_then(Value::as_u64).map(|x| x as u32);
+    pool.get("aic_backend")?;
+    Some(calibrate::parallelism_label(
+        n("aic_tp_size").unwrap_or(1),
+        n("aic_attention_dp_size").unwrap_or(1),
+        n("aic_moe_ep_size"),
+    ))
 }
 
 /// The engine-args keys that give a recipe's pools the time scales `c`, composed with the
@@ -88,11 +105,20 @@ pub fn corrections(
             outcomes.push(Applied::NoAicTiming);
             continue;
         };
-        match file.get(&family) {
+        let shape = parallelism_of(&r);
+        let shaped = Family {
+            parallelism: shape.clone(),
+            ..family.clone()
+        };
+        match file.get(&shaped) {
             Some(f) => {
+                let key = super::Family {
+                    parallelism: shape,
+                    ..p.family()
+                };
                 out.by_family
-                    .insert(p.family(), correction_keys(&r, f.corrections()));
-                outcomes.push(Applied::Calibrated(family, f.corrections()));
+                    .insert(key, correction_keys(&r, f.corrections()));
+                outcomes.push(Applied::Calibrated(f.family(), f.corrections()));
             }
             None => outcomes.push(Applied::Absent(family)),
         }

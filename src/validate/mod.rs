@@ -74,12 +74,14 @@ impl Default for Options {
     }
 }
 
-/// A point's family: what one set of corrections applies to.
+/// A point's family: what one set of corrections applies to; with a deployment shape
+/// (`parallelism`, as calibration files name it) it is narrower than the point's table family.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Family {
     pub system: String,
     pub backend: String,
     pub model: String,
+    pub parallelism: Option<String>,
 }
 
 /// Engine-args keys set on every pool of a family's points (e.g. `speedup_ratio`,
@@ -98,8 +100,14 @@ impl Corrections {
         Self::default()
     }
 
+    /// The correction of `family`'s shape if there is one, else of the family without a shape.
     pub fn get(&self, family: &Family) -> Option<&Correction> {
-        self.by_family.get(family)
+        self.by_family.get(family).or_else(|| {
+            self.by_family.get(&Family {
+                parallelism: None,
+                ..family.clone()
+            })
+        })
     }
 }
 

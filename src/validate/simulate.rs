@@ -142,7 +142,11 @@ impl Validator {
                 };
                 let (mut r, used) = recipe(p, &self.options, cat)
                     .map_err(|why| fail(Status::Unsupported, why, None, String::new()))?;
-                if let Some(c) = corrections.get(&p.family()) {
+                let shaped = super::Family {
+                    parallelism: super::calibration::parallelism_of(&r),
+                    ..p.family()
+                };
+                if let Some(c) = corrections.get(&shaped) {
                     r.apply(c);
                 }
                 let args = match r.run_args() {
