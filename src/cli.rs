@@ -50,8 +50,9 @@ pub enum Command {
     /// predicted TTFT and TPOT with the measured ones.
     #[command(allow_negative_numbers = true)]
     Validate(Box<ValidateArgs>),
-    /// Fit per-family corrections (prefill and decode time scales) to measured deployments by
-    /// simulating them, cross-validated; writes a calibration file for --calibration.
+    /// Fit per-family corrections (prefill and decode time scales, per-request overhead) to
+    /// measured deployments by simulating them, cross-validated; writes a calibration file for
+    /// --calibration.
     #[command(allow_negative_numbers = true)]
     Calibrate(Box<CalibrateArgs>),
 }

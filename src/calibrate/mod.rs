@@ -7,7 +7,10 @@
 //! already express (spec §4.9.5): `prefill_scale` multiplies every prefill pass's time (it
 //! divides `speedup_ratio`), `decode_scale` every decode step's (it divides `speedup_ratio ×
 //! decode_speedup_ratio`). Both compose with ratios the user set: a calibrated run of
-//! `speedup_ratio: 2` is twice as fast as the calibrated run of 1.
+//! `speedup_ratio: 2` is twice as fast as the calibrated run of 1. The third correction is the
+//! serving stack's per-request overhead, added to the pool's `request_overhead_ms`. An entry
+//! may be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
+//! the family's entry for pools of that shape.
 //!
 //! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
 //!   name the file and the key, and applying it ([`CalibrationFile::apply`]);
