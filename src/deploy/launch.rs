@@ -327,40 +327,27 @@ struct Settings {
 
 /// `python -m dynamo.vllm` flags (vLLM's engine args and Dynamo's).
 fn vllm_args(st: &Settings, model: &str) -> Vec<String> {
-    let Settings {
-        role,
-        tp,
-        dp,
-        block,
-        seqs,
-        batched,
-        model_len,
-        prefix,
-        chunked,
-        blocks,
-        ..
-    } = *st;
     let mut a = Vec::new();
     push(&mut a, "--model", model);
-    push(&mut a, "--tensor-parallel-size", tp);
-    if dp > 1 {
-        push(&mut a, "--data-parallel-size", dp);
+    push(&mut a, "--tensor-parallel-size", st.tp);
+    if st.dp > 1 {
+        push(&mut a, "--data-parallel-size", st.dp);
     }
-    push(&mut a, "--block-size", block);
-    if let Some(s) = seqs {
+    push(&mut a, "--block-size", st.block);
+    if let Some(s) = st.seqs {
         push(&mut a, "--max-num-seqs", s);
     }
-    if let Some(b) = batched {
+    if let Some(b) = st.batched {
         push(&mut a, "--max-num-batched-tokens", b);
     }
-    if let Some(l) = model_len {
+    if let Some(l) = st.model_len {
         push(&mut a, "--max-model-len", l);
     }
-    if let Some(b) = blocks {
+    if let Some(b) = st.blocks {
         push(&mut a, "--num-gpu-blocks-override", b);
     }
     a.push(
-        if prefix {
+        if st.prefix {
             "--enable-prefix-caching"
         } else {
             "--no-enable-prefix-caching"
@@ -368,15 +355,15 @@ fn vllm_args(st: &Settings, model: &str) -> Vec<String> {
         .into(),
     );
     a.push(
-        if chunked {
+        if st.chunked {
             "--enable-chunked-prefill"
         } else {
             "--no-enable-chunked-prefill"
         }
         .into(),
     );
-    if role != Role::Aggregated {
-        push(&mut a, "--disaggregation-mode", role.name());
+    if st.role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", st.role.name());
         push(
             &mut a,
             "--kv-transfer-config",
@@ -388,25 +375,15 @@ fn vllm_args(st: &Settings, model: &str) -> Vec<String> {
 
 /// `python -m dynamo.sglang` flags (SGLang's server args and Dynamo's).
 fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
-    let Settings {
-        role,
-        tp,
-        dp,
-        block,
-        seqs,
-        model_len,
-        blocks,
-        ..
-    } = *st;
     let mut a = Vec::new();
     push(&mut a, "--model-path", model);
-    push(&mut a, "--tp-size", tp);
-    if dp > 1 {
-        push(&mut a, "--dp-size", dp);
+    push(&mut a, "--tp-size", st.tp);
+    if st.dp > 1 {
+        push(&mut a, "--dp-size", st.dp);
         a.push("--enable-dp-attention".into());
     }
-    push(&mut a, "--page-size", block);
-    if let Some(s) = seqs {
+    push(&mut a, "--page-size", st.block);
+    if let Some(s) = st.seqs {
         push(&mut a, "--max-running-requests", s);
     }
     if let Some(c) = u64_of(sg, "chunked_prefill_size") {
@@ -415,11 +392,11 @@ fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
     if let Some(m) = u64_of(sg, "max_prefill_tokens") {
         push(&mut a, "--max-prefill-tokens", m);
     }
-    if let Some(l) = model_len {
+    if let Some(l) = st.model_len {
         push(&mut a, "--context-length", l);
     }
-    if let Some(b) = blocks {
-        push(&mut a, "--max-total-tokens", b * block);
+    if let Some(b) = st.blocks {
+        push(&mut a, "--max-total-tokens", b * st.block);
     }
     let policy = match sg["schedule_policy"].as_str() {
         Some("lpm") => "lpm",
@@ -429,8 +406,8 @@ fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
     if let Some(c) = sg["schedule_conservativeness"].as_f64() {
         push(&mut a, "--schedule-conservativeness", c);
     }
-    if role != Role::Aggregated {
-        push(&mut a, "--disaggregation-mode", role.name());
+    if st.role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", st.role.name());
         push(&mut a, "--disaggregation-transfer-backend", "nixl");
     }
     a
@@ -438,48 +415,36 @@ fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
 
 /// `python -m dynamo.trtllm` flags.
 fn trtllm_args(st: &Settings, model: &str) -> Result<Vec<String>, InputError> {
-    let Settings {
-        role,
-        tp,
-        dp,
-        block,
-        seqs,
-        batched,
-        model_len,
-        prefix,
-        chunked,
-        blocks,
-        kv_events,
-    } = *st;
     let mut a = Vec::new();
-    if dp > 1 {
+    if st.dp > 1 {
         return Err(no_equivalent(format!(
-            "TRT-LLM with dp_size {dp} (dynosim's data-parallel ranks; TRT-LLM's attention DP shards differently)"
+            "TRT-LLM with dp_size {} (dynosim's data-parallel ranks; TRT-LLM's attention DP shards differently)",
+            st.dp
         )));
     }
     push(&mut a, "--model", model);
-    push(&mut a, "--tensor-parallel-size", tp);
-    push(&mut a, "--kv-block-size", block);
-    if let Some(s) = seqs {
+    push(&mut a, "--tensor-parallel-size", st.tp);
+    push(&mut a, "--kv-block-size", st.block);
+    if let Some(s) = st.seqs {
         push(&mut a, "--max-batch-size", s);
     }
-    if let Some(b) = batched {
+    if let Some(b) = st.batched {
         push(&mut a, "--max-num-tokens", b);
     }
-    if let Some(l) = model_len {
+    if let Some(l) = st.model_len {
         push(&mut a, "--max-seq-len", l);
     }
-    let mut kv_cfg = json!({"enable_block_reuse": prefix});
-    if let Some(b) = blocks {
-        kv_cfg["max_tokens"] = json!(b * block);
+    let mut kv_cfg = json!({"enable_block_reuse": st.prefix});
+    if let Some(b) = st.blocks {
+        kv_cfg["max_tokens"] = json!(b * st.block);
     }
-    let over = json!({"enable_chunked_prefill": chunked, "kv_cache_config": kv_cfg});
+    let over = json!({"enable_chunked_prefill": st.chunked, "kv_cache_config": kv_cfg});
     push(&mut a, "--override-engine-args", over);
-    if kv_events {
+    if st.kv_events {
         a.push("--publish-kv-events".into());
     }
-    if role != Role::Aggregated {
-        push(&mut a, "--disaggregation-mode", role.name());
+    if st.role != Role::Aggregated {
+        push(&mut a, "--disaggregation-mode", st.role.name());
     }
     Ok(a)
 }
