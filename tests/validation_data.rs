@@ -201,23 +201,14 @@ fn the_docs_tables_are_the_summaries_of_the_results() {
 fn aiconf_python(test: &str) -> Option<String> {
     let py = std::env::var("DYNOSIM_AICONF_PYTHON")
         .unwrap_or_else(|_| "/opt/dynosim-aiconf-venv/bin/python".into());
-    let ok = Command::new(&py)
-        .args(["-c", "import aiconfigurator.cli.api"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test}: CI must provide the aiconfigurator package (DYNOSIM_AICONF_PYTHON={py})"
-        );
-        eprintln!(
-            "skipped: {test} needs `pip install aiconfigurator==0.12.0` in \
-             /opt/dynosim-aiconf-venv (or DYNOSIM_AICONF_PYTHON)"
-        );
-        return None;
-    }
-    Some(py)
+    common::can_import(
+        &py,
+        "aiconfigurator.cli.api",
+        test,
+        &format!("the aiconfigurator package (DYNOSIM_AICONF_PYTHON={py})"),
+        "`pip install aiconfigurator==0.12.0` in /opt/dynosim-aiconf-venv (or DYNOSIM_AICONF_PYTHON)",
+    )
+    .then_some(py)
 }
 
 #[test]
