@@ -389,11 +389,7 @@ impl CalibrationFile {
                     && &f.parallelism == want
             })
         };
-        family
-            .parallelism
-            .as_ref()
-            .and_then(|_| find(&family.parallelism))
-            .or_else(|| find(&None))
+        find(&family.parallelism).or_else(|| find(&None))
     }
 
     /// Calibrates one pool: its AIC family's corrections, if the file has them.
