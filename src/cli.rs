@@ -111,6 +111,9 @@ impl CalibrateArgs {
             deployment_from: None,
             output_dir: PathBuf::new(),
             options: self.options.clone(),
+            // Corrections are fitted on the engine's own passes; a calibrated family's pools
+            // drop the uncalibrated dispatch model.
+            dispatch_overhead: "none".into(),
             calibration: None,
             deployment: self.deployment.clone(),
         }
@@ -139,6 +142,12 @@ pub struct ValidateArgs {
     pub output_dir: PathBuf,
     #[command(flatten)]
     pub options: MeasuredOptions,
+    /// Table rows: the host's dispatch cost of each prefill pass (aic = AIConfigurator's
+    /// model: 0.8 ms per model layer for vLLM rows, none for SGLang and TRT-LLM; none = the
+    /// engine's passes alone, as DynoSim). Calibrated families drop it for their fitted
+    /// corrections.
+    #[arg(long, default_value = "aic", value_name = "MODEL")]
+    pub dispatch_overhead: String,
     /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
     /// simulated with its corrections.
     #[arg(long, value_name = "FILE")]

@@ -386,6 +386,34 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
         ),
         "{stderr}"
     );
+    // The calibrated rows drop validate's dispatch model (the corrections were fitted without
+    // it), so they reproduce calibrate's fitted errors; the uncalibrated row keeps it
+    // (Llama-3.1-70B: 80 layers x 0.8 ms).
+    let mut r = csv::Reader::from_path(out_dir.join("validation.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (sys, args, ttft) = (col("system"), col("engine_args"), col("ttft_error_pct"));
+    let mut abs_ttft = Vec::new();
+    let (backend, mode) = (col("backend"), col("mode"));
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        if (&rec[backend], &rec[mode]) != ("vllm", "agg") {
+            continue; // the fixture's disaggregated TRT-LLM row: unsupported
+        }
+        let e: serde_json::Value = serde_json::from_str(&rec[args]).unwrap();
+        if &rec[sys] == "h200_sxm" {
+            assert_eq!(e["prefill_pass_overhead_ms"], 0.0, "{e}");
+            abs_ttft.push(rec[ttft].parse::<f64>().unwrap().abs());
+        } else {
+            assert_eq!(e["prefill_pass_overhead_ms"], 64.0, "{e}");
+        }
+    }
+    let mean = abs_ttft.iter().sum::<f64>() / abs_ttft.len() as f64;
+    assert!(
+        (mean - fit.fitted.ttft_mean_abs_pct).abs() < 0.01,
+        "validate --calibration {mean} vs calibrate's fit {}",
+        fit.fitted.ttft_mean_abs_pct
+    );
 }
 
 #[test]

@@ -51,38 +51,43 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     let groups = recorded["groups"].as_array().unwrap();
     let dir = tempfile::tempdir().unwrap();
 
-    // Uncalibrated: validate's groups.
-    let out = dir.path().join("validation");
-    let o = dynosim()
-        .arg("validate")
-        .arg(&rows)
-        .arg("--quiet")
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v = read_json(&out.join("validation.json"));
+    // Uncalibrated: validate's groups, with the default dispatch model (AIC's) and without
+    // (the engine's passes alone).
     let mut figures = Vec::new();
-    for g in groups {
-        let name = format!("{} {} {}", g["system"], g["backend"], g["model"]);
-        let now = v["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| {
-                ["system", "backend", "model", "mode"]
-                    .iter()
-                    .all(|k| x[*k] == g[*k])
-            })
-            .unwrap_or_else(|| panic!("validate has no group {name}"));
-        assert_eq!(now["ok"], g["ok"], "{name}: rows simulated");
-        for (metric, key) in [("ttft", "ttft_mean_abs_pct"), ("tpot", "tpot_mean_abs_pct")] {
-            figures.push((
-                format!("{name} uncalibrated {metric}"),
-                figure(&now[metric], "mean_abs_pct"),
-                figure(&g["uncalibrated"], key) + tol,
-            ));
+    for (recorded_key, dispatch) in [
+        ("uncalibrated", "aic"),
+        ("uncalibrated_no_dispatch", "none"),
+    ] {
+        let out = dir.path().join(recorded_key);
+        let o = dynosim()
+            .arg("validate")
+            .arg(&rows)
+            .args(["--quiet", "--dispatch-overhead", dispatch, "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v = read_json(&out.join("validation.json"));
+        for g in groups {
+            let name = format!("{} {} {}", g["system"], g["backend"], g["model"]);
+            let now = v["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| {
+                    ["system", "backend", "model", "mode"]
+                        .iter()
+                        .all(|k| x[*k] == g[*k])
+                })
+                .unwrap_or_else(|| panic!("validate has no group {name}"));
+            assert_eq!(now["ok"], g["ok"], "{name}: rows simulated");
+            for (metric, key) in [("ttft", "ttft_mean_abs_pct"), ("tpot", "tpot_mean_abs_pct")] {
+                figures.push((
+                    format!("{name} {recorded_key} {metric}"),
+                    figure(&now[metric], "mean_abs_pct"),
+                    figure(&g[recorded_key], key) + tol,
+                ));
+            }
         }
     }
     check("dynosim validate", &figures);

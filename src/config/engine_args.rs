@@ -56,6 +56,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "kv_transfer_timing_mode",
     "router_queue_policy",
     "request_overhead_ms",
+    "prefill_pass_overhead_ms",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -233,6 +234,12 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         o.float("request_overhead_ms", 0.0, 3.6e6)?,
     )? {
         a.request_overhead_ms = x;
+    }
+    if let Some(x) = o.non_null(
+        "prefill_pass_overhead_ms",
+        o.float("prefill_pass_overhead_ms", 0.0, 3.6e6)?,
+    )? {
+        a.prefill_pass_overhead_ms = x;
     }
     if let Some(n) = o.non_null(
         "dp_size",

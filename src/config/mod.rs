@@ -145,6 +145,12 @@ pub struct EngineArgs {
     /// aggregated pool, or the prefill pool).
     #[serde(skip_serializing_if = "is_zero")]
     pub request_overhead_ms: f64,
+    /// dynosim's `prefill_pass_overhead_ms` (not a DynoSim key; 0 = DynoSim): ms added to every
+    /// engine pass that computes prompt tokens, not scaled by `speedup_ratio`: the host's cost
+    /// of dispatching an eagerly run prefill forward, which per-kernel timings leave out
+    /// (AIConfigurator models it for vLLM as 0.8 ms per layer).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prefill_pass_overhead_ms: f64,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -174,6 +180,7 @@ impl Default for EngineArgs {
             router_queue_policy: None,
             tp_size: 1,
             request_overhead_ms: 0.0,
+            prefill_pass_overhead_ms: 0.0,
             timing: Timing::default(),
         }
     }

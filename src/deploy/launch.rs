@@ -262,11 +262,22 @@ fn pool(
             notes.push(format!("{what} = {}: not a launch setting", e[k]));
         }
     }
-    if e["request_overhead_ms"].as_f64().is_some_and(|x| x > 0.0) {
-        notes.push(format!(
-            "request_overhead_ms = {} models the serving stack's per-request overhead: not a launch setting",
-            e["request_overhead_ms"]
-        ));
+    for (k, what) in [
+        (
+            "request_overhead_ms",
+            "the serving stack's per-request overhead",
+        ),
+        (
+            "prefill_pass_overhead_ms",
+            "the host's dispatch cost of each prefill pass",
+        ),
+    ] {
+        if e[k].as_f64().is_some_and(|x| x > 0.0) {
+            notes.push(format!(
+                "{k} = {} models {what}: not a launch setting",
+                e[k]
+            ));
+        }
     }
     if e["kv_transfer_bandwidth"].as_f64().is_some_and(|x| x > 0.0) {
         notes.push(format!(

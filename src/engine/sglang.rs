@@ -651,7 +651,7 @@ impl<M: LatencyModel> SglangEngine<M> {
                 self.model
                     .prefill_ms(batch, total_isl / batch, total_prefix / batch),
                 self.args.speedup_ratio,
-            );
+            ) + self.args.prefill_pass_overhead_ms;
         }
         if batch > 0 {
             out.progressed = true;
@@ -936,6 +936,15 @@ mod tests {
         assert_eq!(out.emitted, vec![(0, 1)]);
         assert!((out.prefill_ms - 49.363).abs() < 1e-3);
         assert!(out.decode_ms > 0.0 && t > out.prefill_ms);
+        // dynosim's prefill_pass_overhead_ms adds to the pass that prefills.
+        let mut a = args(16384, 1);
+        a.prefill_pass_overhead_ms = 7.5;
+        let mut e2 = SglangEngine::new(&a, Polynomial, false);
+        e2.enqueue(0, 2048, 3);
+        let mut out2 = PassOutput::default();
+        e2.step(&prompts, &mut out2);
+        assert!((out2.prefill_ms - (49.363 + 7.5)).abs() < 1e-3);
+        assert_eq!(out2.decode_ms, out.decode_ms);
         let (finished, _) = run(&mut e, &prompts);
         assert_eq!(finished, vec![0]);
         assert_eq!(

@@ -924,7 +924,7 @@ impl<M: LatencyModel> Engine<M> {
             prefill_ms = pass_time(
                 self.model.prefill_ms(acc.0, mean_isl, mean_prefix),
                 self.args.speedup_ratio,
-            );
+            ) + self.args.prefill_pass_overhead_ms;
             out.progressed = true;
         }
 
@@ -1019,6 +1019,24 @@ mod tests {
         assert_eq!(out.finished, vec![0]);
         assert!(!e.has_work());
         assert_eq!(e.pool().num_active(), 0);
+    }
+
+    #[test]
+    fn prefill_pass_overhead_adds_to_prefill_passes_only() {
+        let mut e = engine(EngineArgs {
+            prefill_pass_overhead_ms: 10.0,
+            speedup_ratio: 2.0,
+            ..EngineArgs::default()
+        });
+        let prompts = PromptBlocks::from_lists(64, &[&[]]);
+        e.enqueue(0, 1, 2048, 3, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        // Not scaled by the speed-up: host time.
+        assert!((out.prefill_ms - (49.363 / 2.0 + 10.0)).abs() < 1e-3);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.prefill_ms, 0.0);
+        assert!((out.decode_ms - 5.84868 / 2.0).abs() < 1e-4);
     }
 
     #[test]

@@ -77,6 +77,11 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
         "decode_speedup_ratio".into(),
         Value::from(d * c.prefill_scale / c.decode_scale),
     );
+    // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
+    // on passes without it).
+    if r.modelled_dispatch {
+        keys.insert("prefill_pass_overhead_ms".into(), Value::from(0.0));
+    }
     if c.request_overhead_ms != 0.0 {
         let own = pool
             .and_then(|p| p.get("request_overhead_ms"))

@@ -11,7 +11,8 @@
 //!   benchmark servers' `--no-enable-prefix-caching --max-num-batched-tokens 8192
 //!   --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
 //!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
-//! * the KV-cache dtype of [`KvCacheDtype`].
+//! * the KV-cache dtype of [`KvCacheDtype`];
+//! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`).
 //!
 //! Points read with the command line's deployment flags (AIPerf exports) take them as given.
 
@@ -65,6 +66,44 @@ impl KvCacheDtype {
     }
 }
 
+/// The host-side cost of prefill passes that table rows are simulated with (`--dispatch-overhead`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DispatchOverhead {
+    /// AIConfigurator's model, per backend: for vLLM rows 0.8 ms per model layer
+    /// ([`VLLM_DISPATCH_MS_PER_LAYER`]) on every pass that computes prompt tokens; none for
+    /// SGLang and TRT-LLM rows (AIC models none for them).
+    #[default]
+    Aic,
+    /// None: the engine passes take the time AIC's kernels give (DynoSim's passes).
+    None,
+}
+
+impl DispatchOverhead {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "aic" => DispatchOverhead::Aic,
+            "none" => DispatchOverhead::None,
+            _ => return None,
+        })
+    }
+
+    /// `prefill_pass_overhead_ms` of a row's pools (`None`: not set).
+    fn for_row(self, backend: &str, layers: Option<u32>) -> Option<f64> {
+        match (self, backend, layers) {
+            (DispatchOverhead::Aic, "vllm", Some(n)) => {
+                // Rounded to µs so the engine_args column reads well.
+                Some((f64::from(n) * VLLM_DISPATCH_MS_PER_LAYER * 1000.0).round() / 1000.0)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// AIConfigurator's host dispatch cost of an eager vLLM prefill forward, per model layer (its
+/// vLLM backend's `_prefill_dispatch_overhead_ms`, calibrated there against the measured table
+/// across GPUs and models).
+pub const VLLM_DISPATCH_MS_PER_LAYER: f64 = 0.8;
+
 /// AIC systems without FP4 tensor cores (Hopper, Ampere, Ada).
 const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
 
@@ -73,6 +112,8 @@ const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
 pub struct AicCatalog {
     pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     pub models: Vec<String>,
+    /// Layer count of each bundled model config (AIC's parser), where it says.
+    pub layers: BTreeMap<String, u32>,
 }
 
 impl AicCatalog {
@@ -82,6 +123,7 @@ impl AicCatalog {
         Ok(AicCatalog {
             databases: c.databases,
             models: c.models,
+            layers: c.layers,
         })
     }
 
@@ -225,6 +267,10 @@ pub struct Recipe {
     pub output_tokens_stddev: f64,
     pub warmup_request_count: u32,
     pub seed: u64,
+    /// Whether the pools carry the uncalibrated dispatch model's `prefill_pass_overhead_ms`
+    /// ([`DispatchOverhead`]), which a calibration's corrections replace.
+    #[serde(skip)]
+    pub modelled_dispatch: bool,
 }
 
 impl Recipe {
@@ -393,6 +439,7 @@ pub fn recipe(
         output_tokens_stddev: w.osl_stddev,
         warmup_request_count: w.warmup_request_count,
         seed: opts.seed,
+        modelled_dispatch: false,
     };
     let version = match &p.deployment {
         Deployment::Unsupported(why) => return Err(why.clone()),
@@ -475,6 +522,10 @@ fn from_table(
         (!dropped).then(|| q.to_string())
     };
     let concurrency = p.workload.concurrency.unwrap_or(1);
+    let dispatch = opts
+        .dispatch_overhead
+        .for_row(&p.backend, catalog.layers.get(&model).copied());
+    r.modelled_dispatch = dispatch.is_some();
     let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {
         let mut o = Map::new();
         let mut set = |k: &str, v: Value| {
@@ -510,6 +561,9 @@ fn from_table(
         }
         if let Some(kv) = kv {
             set("aic_kv_cache_dtype", json!(kv));
+        }
+        if let Some(ms) = dispatch {
+            set("prefill_pass_overhead_ms", json!(ms));
         }
         Value::Object(o)
     };

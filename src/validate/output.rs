@@ -7,7 +7,7 @@
 //! created, and the files are written under temporary names and renamed into place only when
 //! all three are written (a failure removes them, and the folder when it was created here).
 
-use super::deployment::KvCacheDtype;
+use super::deployment::{DispatchOverhead, KvCacheDtype};
 use super::points::{read_inputs, FlagDeployment, MeasuredPoint};
 use super::summary::{render, summarize, GroupSummary};
 use super::{Corrections, Options, PointResult, Validator};
@@ -47,6 +47,12 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.options.kv_cache_dtype
         ))
     })?;
+    let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
+        InputError::new(format!(
+            "--dispatch-overhead must be aic or none, got {:?}",
+            args.dispatch_overhead
+        ))
+    })?;
     if args.options.jobs == Some(0) {
         return Err(InputError::new("--jobs must be >= 1, got 0"));
     }
@@ -54,6 +60,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         prompts_per_concurrency: args.options.prompts_per_concurrency,
         random_range_ratio: r,
         kv_cache_dtype: kv,
+        dispatch_overhead: dispatch,
         max_num_batched_tokens: 8192,
         seed: args.options.seed,
         jobs: args.options.jobs,

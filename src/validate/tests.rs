@@ -1,7 +1,7 @@
 //! Unit tests of the parts that need no simulation: reading the table, mapping names and
 //! versions, recipes, errors and summaries.
 
-use super::deployment::{recipe, AicCatalog, KvCacheDtype};
+use super::deployment::{recipe, AicCatalog, DispatchOverhead, KvCacheDtype};
 use super::points::{read_aiperf, read_table, Deployment, FlagDeployment, Parallel};
 use super::summary::{median, ErrorStats};
 use super::*;
@@ -32,6 +32,9 @@ fn catalog() -> AicCatalog {
         .iter()
         .map(|s| s.to_string())
         .collect(),
+        layers: [("meta-llama/Meta-Llama-3.1-70B".to_string(), 80)]
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -282,4 +285,46 @@ fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
     ] {
         assert_eq!(q.clone().normalised(), q);
     }
+}
+
+#[test]
+fn vllm_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    // 80 layers x 0.8 ms.
+    let e = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(e["prefill_pass_overhead_ms"], 64.0);
+    assert!(r.modelled_dispatch);
+    // The run reproduces it.
+    assert!(r
+        .command_line()
+        .contains("\"prefill_pass_overhead_ms\":64.0"));
+    // A calibration's corrections drop it.
+    let keys = calibration::correction_keys(&r, crate::calibrate::Corrections::NONE);
+    assert_eq!(keys["prefill_pass_overhead_ms"], 0.0);
+
+    // `--dispatch-overhead none`: DynoSim's passes.
+    let opts = Options {
+        dispatch_overhead: DispatchOverhead::None,
+        ..Options::default()
+    };
+    let (r, _) = recipe(&pts[0], &opts, Some(&catalog())).unwrap();
+    assert!(r
+        .extra_engine_args
+        .unwrap()
+        .get("prefill_pass_overhead_ms")
+        .is_none());
+    assert!(!r.modelled_dispatch);
+
+    // AIC models none for SGLang and TRT-LLM.
+    for backend in ["sglang", "trtllm"] {
+        let row = LLAMA.replacen(",vllm,", &format!(",{backend},"), 1);
+        let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
+        let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+        let e = r.extra_engine_args.unwrap();
+        assert_eq!(e["engine_type"], backend);
+        assert!(e.get("prefill_pass_overhead_ms").is_none(), "{backend}");
+    }
+    assert_eq!(DispatchOverhead::parse("aic"), Some(DispatchOverhead::Aic));
+    assert_eq!(DispatchOverhead::parse("AIC"), None);
 }

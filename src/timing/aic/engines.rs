@@ -583,6 +583,9 @@ pub struct Catalog {
     pub systems_root: String,
     pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     pub models: Vec<String>,
+    /// Layer count of each bundled model config, where AIC's parser (or the config) says.
+    #[serde(default)]
+    pub layers: BTreeMap<String, u32>,
 }
 
 pub fn catalog() -> Result<Catalog, InputError> {

@@ -96,6 +96,30 @@ def bundled_models():
     return names
 
 
+def model_layers(name):
+    """The layer count AIC's model parser gives a bundled config (what its vLLM backend's
+    dispatch overhead counts), else the config's own num_hidden_layers; None if neither says."""
+    path = os.path.join(MODEL_CONFIGS, name.replace("/", "--", 1) + "_config.json")
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except Exception:
+        return None
+    try:
+        from aiconfigurator_core.sdk.utils import _parse_hf_config_json
+
+        n = _parse_hf_config_json(raw).get("layers")
+        if isinstance(n, int) and n > 0:
+            return n
+    except Exception:
+        pass
+    for src in (raw, raw.get("text_config") or {}):
+        n = src.get("num_hidden_layers")
+        if isinstance(n, int) and n > 0:
+            return n
+    return None
+
+
 def databases(systems_path):
     paths = [systems_path] if systems_path else None
     return {s: dict(b) for s, b in sdk()[2].get_supported_databases(paths).items()}
@@ -167,7 +191,8 @@ def main():
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "list":
         sp = os.environ.get("AICONFIGURATOR_SYSTEMS_PATH") or None
-        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": databases(sp), "models": bundled_models()})
+        models = bundled_models()
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": databases(sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}})
     if cmd == "probe":
         answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "fingerprint": fingerprint()})
     if cmd == "compile":
