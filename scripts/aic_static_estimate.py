@@ -30,7 +30,10 @@ What is passed to cli_estimate, per row:
     newer than it, else the oldest installed (a version that does not parse, e.g. `nightly-dev`,
     -> the default). The version used is in backend_version_used.
   - agg: batch_size (the benchmark's concurrency; per attention-DP rank where the table says so),
-    tp/pp/attention_dp/moe_tp/moe_ep sizes; disagg: the prefill_* and decode_* sizes, batch sizes
+    tp/pp/attention_dp/moe_tp/moe_ep sizes, with the InferenceX batches' tpN-epN storage quirk
+    undone as `dynosim validate` does (docs/validation.md): a `source_file=2026-` row with MoE
+    TP x EP = TP x DP = N^2 stored as MoE TP = EP = N (TP or DP N^2), or as TP = DP = N with
+    EP N^2, is N GPUs with MoE TP 1 and EP N; batch_size scales by the attention DP removed; disagg: the prefill_* and decode_* sizes, batch sizes
     and worker counts (a disagg row without batch sizes or worker counts is unsupported:
     cli_estimate requires them).
   - database_mode SILICON (cli_estimate's default).
@@ -157,6 +160,31 @@ class Resolver:
         return used, f"{backend} {wanted} not installed; used the nearest installed {used}"
 
 
+def undo_ep_quirk(sizes: dict, inferencex: bool) -> dict:
+    """An agg row's sizes with the tpN-epN storage quirk undone (dynosim's Parallel::normalised;
+    rows from elsewhere only when N^2 is more than an 8-GPU node)."""
+    tp, dp = sizes.get("tp_size") or 1, sizes.get("attention_dp_size") or 1
+    mtp, mep = sizes.get("moe_tp_size"), sizes.get("moe_ep_size")
+    if mtp is None or mep is None or mtp * mep != tp * dp or (not inferencex and tp * dp <= 8):
+        return sizes
+    new = None
+    if mtp >= 2 and mep == mtp:
+        n = mtp
+        if tp >= n and tp % n == 0:
+            new = (tp // n, dp, n)
+        elif dp % n == 0:
+            new = (tp, dp // n, n)
+    elif mtp == 1 and tp >= 2 and dp == tp and mep == tp * tp:
+        new = (tp, 1, tp)
+    if new is None:
+        return sizes
+    out = dict(sizes)
+    out["tp_size"], out["attention_dp_size"], out["moe_tp_size"], out["moe_ep_size"] = new[0], new[1], 1, new[2]
+    if out.get("batch_size") is not None:
+        out["batch_size"] = sizes["batch_size"] * dp // new[1]
+    return out
+
+
 def estimate_args(row: dict, resolver: Resolver, kvcache_quant: str | None) -> tuple[dict, dict]:
     """cli_estimate's keyword arguments for a row, and the columns describing them."""
     mode = row["mode"]
@@ -184,6 +212,7 @@ def estimate_args(row: dict, resolver: Resolver, kvcache_quant: str | None) -> t
         sizes = {col: as_int(row, col) for col in ("batch_size", *PARALLEL)}
         if sizes["batch_size"] is None or sizes["tp_size"] is None:
             raise Unsupported("agg row without batch_size or tp_size")
+        sizes = undo_ep_quirk(sizes, (row.get("silicon_data_source") or "").startswith("source_file=2026-"))
     else:
         stage_cols = [f"{s}_{c}" for s in ("prefill", "decode") for c in PARALLEL] + list(DISAGG_REQUIRED)
         sizes = {col: as_int(row, col) for col in stage_cols}

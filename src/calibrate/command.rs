@@ -66,11 +66,14 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
                 parallelism: Some(shape),
                 ..family.clone()
             };
-            if shape_rows.len() < MIN_SHAPE_ROWS {
+            let simulated = shape_rows
+                .iter()
+                .filter(|&&i| baseline[i].status == Status::Ok)
+                .count();
+            if simulated < MIN_SHAPE_ROWS {
                 eprintln!(
-                    "calibrate: {narrow}: {} row(s), fewer than {MIN_SHAPE_ROWS}; the family's \
-                     corrections apply",
-                    shape_rows.len()
+                    "calibrate: {narrow}: {simulated} simulated row(s), fewer than \
+                     {MIN_SHAPE_ROWS}; the family's corrections apply"
                 );
                 continue;
             }
@@ -188,7 +191,12 @@ fn calibrate_family(
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
 
-    let mut order = all.clone();
+    // Cross-validation runs over the rows that simulate; a failed row has nothing to hold out.
+    let mut order: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&l| prediction(&baseline[rows[l]]).is_ok())
+        .collect();
     order.sort_by(|&a, &b| {
         let (p, q) = (&points[rows[a]], &points[rows[b]]);
         let key = |p: &MeasuredPoint| {
@@ -201,7 +209,7 @@ fn calibrate_family(
         };
         key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
     });
-    let scheme = if rows.len() < args.loo_below {
+    let scheme = if order.len() < args.loo_below {
         Scheme::LeaveOneOut
     } else {
         match args.fit_on {

@@ -415,7 +415,8 @@ impl Scheme {
 
 /// Cross-validates the fit over `order` (the family's rows in a deterministic order chosen by
 /// the caller): fold of the row at position i = i mod folds, so every fold spans the order.
-/// `None` when there are too few rows for the scheme (fewer than 2, or than the folds).
+/// `None` when there are too few rows for the scheme (fewer than 2, or than the folds), or when
+/// no held-out row got a prediction.
 pub fn cross_validate(
     memo: &mut Memo,
     targets: &[Target],
@@ -454,10 +455,15 @@ pub fn cross_validate(
         test_rows.extend(test);
         test_preds.extend(preds);
     }
+    let errors = summarize(targets, &test_rows, &test_preds);
+    // No held-out prediction (every fold's fit failed): no figure rather than a zero.
+    if errors.n == 0 {
+        return None;
+    }
     Some(CrossValidation {
         scheme: scheme.name().to_string(),
         folds,
-        errors: summarize(targets, &test_rows, &test_preds),
+        errors,
         fold_corrections,
     })
 }

@@ -86,33 +86,49 @@ impl Parallel {
     /// GPUs of the 8-GPU nodes the table's expert-parallel rows ran on.
     const NODE_GPUS: u32 = 8;
 
-    /// Undoes a labelling quirk of the table: InferenceX's `tpN-epN` (or `dpN-epN`) runs, N GPUs
-    /// with attention over N ranks and the experts spread over the same N, are stored with
-    /// `moe_tp_size = moe_ep_size = N` and a `tp_size` (or `attention_dp_size`) of N², so that
-    /// MoE TP × EP equals TP × DP. N² GPUs would be more than the node holds (64 for N = 8); the
-    /// run is N GPUs with MoE TP 1 and EP N. Rows of at most one node (N² ≤ 8) are taken as given.
-    pub fn normalised(self) -> Parallel {
+    /// Undoes a labelling quirk of the table's InferenceX batches: a `tpN-epN` (or `dpN-epN`)
+    /// run, N GPUs with attention over N ranks and the experts spread over the same N, is stored
+    /// with MoE TP × EP equal to TP × DP = N², in one of two forms:
+    /// * `moe_tp_size = moe_ep_size = N` and a `tp_size` (or `attention_dp_size`) of N² (SGLang
+    ///   and TRT-LLM rows: TP 64 for N = 8), undone as MoE TP 1, EP N, and TP (or DP) ÷ N;
+    /// * `tp_size = attention_dp_size = N`, `moe_tp_size` 1 and `moe_ep_size` N² (vLLM rows),
+    ///   undone as TP N, DP 1, EP N.
+    ///
+    /// The same measurements appear in the `2026-03-25` batch stored as N GPUs (`tp4_0_ep4_0`:
+    /// TP 4, EP 4) with the same TTFT and TPOT at the same total concurrency. `inferencex` says
+    /// the row comes from those batches (`source_file=2026-…`), where every N ≥ 2 is undone;
+    /// for other rows only shapes larger than a node (N² > 8 GPUs) are, and smaller ones are
+    /// taken as given.
+    pub fn normalised(self, inferencex: bool) -> Parallel {
         let (Some(mtp), Some(mep)) = (self.moe_tp, self.moe_ep) else {
             return self;
         };
-        let n = mtp;
-        if n < 2 || mep != n || self.tp * self.attention_dp != n * n || n * n <= Self::NODE_GPUS {
+        let gpus = self.tp * self.attention_dp;
+        if mtp * mep != gpus || (!inferencex && gpus <= Self::NODE_GPUS) {
             return self;
         }
-        let (tp, attention_dp) = if self.tp >= n && self.tp.is_multiple_of(n) {
-            (self.tp / n, self.attention_dp)
-        } else if self.attention_dp.is_multiple_of(n) {
-            (self.tp, self.attention_dp / n)
-        } else {
-            return self;
-        };
-        Parallel {
+        let ep = |tp, attention_dp, n| Parallel {
             tp,
             attention_dp,
             moe_tp: Some(1),
             moe_ep: Some(n),
-            ..self
+            ..self.clone()
+        };
+        let n = mtp;
+        if n >= 2 && mep == n {
+            if self.tp >= n && self.tp.is_multiple_of(n) {
+                return ep(self.tp / n, self.attention_dp, n);
+            }
+            if self.attention_dp.is_multiple_of(n) {
+                return ep(self.tp, self.attention_dp / n, n);
+            }
+            return self;
         }
+        let n = self.tp;
+        if mtp == 1 && n >= 2 && self.attention_dp == n && mep == n * n {
+            return ep(n, 1, n);
+        }
+        self
     }
 }
 
@@ -299,7 +315,10 @@ impl Row<'_> {
             moe_tp: self.int(&c("moe_tp_size"))?,
             moe_ep: self.int(&c("moe_ep_size"))?,
         }
-        .normalised();
+        .normalised(
+            self.text("silicon_data_source")
+                .starts_with("source_file=2026-"),
+        );
         Ok(Some((p, self.int(&c("batch_size"))?)))
     }
 

@@ -270,20 +270,32 @@ fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
         moe_ep: Some(mep),
     };
     // tp8-ep8 stored as TP 64, MoE TP 8 × EP 8: 8 GPUs, experts over 8.
-    assert_eq!(p(64, 1, 8, 8).normalised(), p(8, 1, 1, 8));
-    assert_eq!(p(16, 1, 4, 4).normalised(), p(4, 1, 1, 4));
-    // dp8-ep8 with attention data parallelism.
-    assert_eq!(p(1, 64, 8, 8).normalised(), p(1, 8, 1, 8));
-    assert_eq!(p(1, 16, 4, 4).normalised(), p(1, 4, 1, 4));
-    // Within a node, or not of that shape: as given.
+    for ix in [true, false] {
+        assert_eq!(p(64, 1, 8, 8).normalised(ix), p(8, 1, 1, 8));
+        assert_eq!(p(16, 1, 4, 4).normalised(ix), p(4, 1, 1, 4));
+        // dp8-ep8 with attention data parallelism.
+        assert_eq!(p(1, 64, 8, 8).normalised(ix), p(1, 8, 1, 8));
+        assert_eq!(p(1, 16, 4, 4).normalised(ix), p(1, 4, 1, 4));
+        // vLLM's form: tp4-ep4 stored as TP 4 × DP 4 with EP 16.
+        assert_eq!(p(4, 4, 1, 16).normalised(ix), p(4, 1, 1, 4));
+    }
+    // Within a node: undone for the InferenceX batches (whose tp2-ep2 rows are stored so),
+    // as given otherwise.
+    assert_eq!(p(4, 1, 2, 2).normalised(true), p(2, 1, 1, 2));
+    assert_eq!(p(1, 4, 2, 2).normalised(true), p(1, 2, 1, 2));
+    assert_eq!(p(2, 2, 1, 4).normalised(true), p(2, 1, 1, 2));
+    for q in [p(4, 1, 2, 2), p(2, 2, 1, 4)] {
+        assert_eq!(q.clone().normalised(false), q);
+    }
+    // Not of that shape: as given.
     for q in [
-        p(1, 4, 2, 2),
         p(8, 1, 8, 1),
         p(8, 1, 1, 8),
         p(36, 1, 36, 1),
-        p(4, 4, 1, 16),
+        p(4, 2, 1, 8),
+        p(2, 4, 1, 8),
     ] {
-        assert_eq!(q.clone().normalised(), q);
+        assert_eq!(q.clone().normalised(true), q, "{q:?}");
     }
 }
 

@@ -235,6 +235,16 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
         Fit::Scales
     )
     .is_none());
+    // Folds whose held-out rows all fail give no figure at all, never a 0 % error: rows 0 and
+    // 1, fit on one fold each, hold out the failing row 1 or leave no row to fit.
+    assert!(cross_validate(
+        &mut memo,
+        &targets,
+        &[0, 1],
+        Scheme::FitOnOne { folds: 2 },
+        Fit::Scales
+    )
+    .is_none());
     let preds = memo.predict(&[0, 1, 2], Corrections::NONE);
     let s = summarize(&targets, &[0, 1, 2], &preds);
     assert_eq!(s.n, 2);
