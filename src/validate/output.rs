@@ -340,6 +340,7 @@ pub fn json_text(
             "prompts_per_concurrency": opts.prompts_per_concurrency,
             "random_range_ratio": opts.random_range_ratio,
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
+            "dispatch_overhead": format!("{:?}", opts.dispatch_overhead).to_ascii_lowercase(),
             "max_num_batched_tokens": opts.max_num_batched_tokens,
             "seed": opts.seed,
         },
