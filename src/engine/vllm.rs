@@ -669,20 +669,25 @@ impl<M: LatencyModel> Engine<M> {
         while k < self.running.len() {
             let s = self.running[k];
             if self.remaining_output(s) == 0 {
-                self.running.remove(k);
-                let req = self.seqs[s as usize].req;
-                out.finished.push(req);
-                if prefill {
-                    // The source KV stays until the decode side has it (spec §7.2).
-                    self.held.push((req, s));
-                } else {
-                    self.free_seq(s);
-                }
+                self.retire(k, out, prefill);
             } else {
                 k += 1;
             }
         }
         out.progressed = true;
+    }
+
+    /// Takes the finished sequence at `running[k]` out of the batch. On a prefill worker its
+    /// source KV stays until the decode side has it (spec §7.2); elsewhere it is freed.
+    fn retire(&mut self, k: usize, out: &mut PassOutput, prefill: bool) {
+        let s = self.running.remove(k);
+        let req = self.seqs[s as usize].req;
+        out.finished.push(req);
+        if prefill {
+            self.held.push((req, s));
+        } else {
+            self.free_seq(s);
+        }
     }
 
     fn preempt(&mut self, victim: u32, budget: &mut u64, acc: &mut (u64, u64, u64)) {
@@ -962,14 +967,7 @@ impl<M: LatencyModel> Engine<M> {
                 }
                 out.progressed = true;
                 if done {
-                    self.running.remove(k);
-                    out.finished.push(req);
-                    if is_prefill {
-                        // The source KV stays until the decode side has it (spec §7.2).
-                        self.held.push((req, s));
-                    } else {
-                        self.free_seq(s);
-                    }
+                    self.retire(k, out, is_prefill);
                 } else {
                     k += 1;
                 }
