@@ -6,7 +6,7 @@
 use super::points::MeasuredPoint;
 use super::summary::GroupSummary;
 use super::{PointResult, Status};
-use crate::sweep::html::charts::{err, Chart, Mark};
+use crate::sweep::html::charts::{err, legend, Chart, Mark};
 use crate::sweep::html::{embed_titled, esc};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -158,14 +158,7 @@ fn scatter(dots: &[Dot], names: &[String], metric: &str) -> Result<Chart, String
                 title: d.title.clone(),
             });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)?;
         root.present().map_err(err)?;
     }
     Ok(Chart { svg, marks })

@@ -72,6 +72,22 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
     format!("cannot draw a chart: {e}")
 }
 
+/// Draws a chart's series legend at `at`, in the style every chart of the reports shares.
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    at: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(200, 200, 200))
+        .label_font((FONT, font_size))
+        .draw()
+        .map_err(err)
+}
+
 fn canvas(svg: &mut String) -> DrawingArea<SVGBackend<'_>, Shift> {
     SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area()
 }
@@ -164,14 +180,7 @@ pub fn pareto(
                     + Text::new(p.label.clone(), (7, -16), (FONT, 12).into_font())
             }))
             .map_err(err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerLeft, 13)?;
         for p in points {
             let (x, y) = chart.backend_coord(&(p.x, p.y));
             marks.push(Mark {
@@ -253,14 +262,7 @@ pub fn stopped(points: &[StoppedPoint]) -> Result<Chart, String> {
                     + Text::new(p.label.clone(), (7, -16), (FONT, 12).into_font())
             }))
             .map_err(err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, 13)?;
         for p in points {
             let (x, y) = chart.backend_coord(&(p.at_s, p.proven_percent));
             marks.push(Mark {
@@ -355,14 +357,7 @@ pub fn cdf(curves: &[Curve], x_desc: &str) -> Result<Chart, String> {
                 });
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, 13)?;
         root.present().map_err(err)?;
     }
     Ok(Chart { svg, marks })
