@@ -150,8 +150,9 @@ const SHAPE_KEYS: [&str; 5] = [
     "warmup_request_count",
 ];
 
-/// The benchmark-shape keys of a synthetic workload as a [`SyntheticSpec`] (its other fields
-/// default), with `dynosim run`'s rules worded by key. Values are type-checked by the spec.
+/// The benchmark-shape keys of a synthetic workload as a [`SyntheticSpec`] with its turns and
+/// request count (its other fields default), checked by `dynosim run`'s rules worded by key.
+/// Values are type-checked by the spec.
 fn shape_of(w: &Map<String, Value>, turns: u32) -> Result<SyntheticSpec, String> {
     let style = match w.get("random_range_style").and_then(Value::as_str) {
         Some("symmetric") => RangeStyle::Symmetric,
@@ -161,43 +162,19 @@ fn shape_of(w: &Map<String, Value>, turns: u32) -> Result<SyntheticSpec, String>
     if ratio.is_none() && has(w, "random_range_style") {
         return Err("workload.random_range_style only applies with random_range_ratio".into());
     }
-    if ratio == Some(1.0) && style == RangeStyle::Symmetric {
-        return Err(
-            "workload.random_range_ratio must be in [0, 1) with random_range_style \
-                    symmetric, got 1"
-                .into(),
-        );
-    }
-    let input_sd = f64_of(w, "input_tokens_stddev").unwrap_or(0.0);
-    let output_sd = f64_of(w, "output_tokens_stddev").unwrap_or(0.0);
-    if ratio.is_some() {
-        for (k, sd) in [
-            ("input_tokens_stddev", input_sd),
-            ("output_tokens_stddev", output_sd),
-        ] {
-            if sd > 0.0 {
-                return Err(format!(
-                    "workload: random_range_ratio cannot be combined with {k} (uniform or normal \
-                     lengths: choose one)"
-                ));
-            }
-        }
-    }
-    let warmup = u32_of(w, "warmup_request_count").unwrap_or(0);
-    if warmup > 0 && turns > 1 {
-        return Err(format!(
-            "workload: warmup_request_count cannot be combined with turns_per_session {turns} \
-             (warm-up requests are single requests; multi-turn warm-up is not simulated)"
-        ));
-    }
-    Ok(SyntheticSpec {
+    let spec = SyntheticSpec {
         random_range_ratio: ratio,
         random_range_style: style,
-        input_tokens_stddev: input_sd,
-        output_tokens_stddev: output_sd,
-        warmup_request_count: warmup,
+        input_tokens_stddev: f64_of(w, "input_tokens_stddev").unwrap_or(0.0),
+        output_tokens_stddev: f64_of(w, "output_tokens_stddev").unwrap_or(0.0),
+        warmup_request_count: u32_of(w, "warmup_request_count").unwrap_or(0),
+        turns_per_session: turns,
+        request_count: u32_of(w, "request_count").unwrap_or(1),
         ..SyntheticSpec::default()
-    })
+    };
+    spec.check_shape_named(&|key| key.to_string())
+        .map_err(|e| format!("workload: {e}"))?;
+    Ok(spec)
 }
 
 /// What `dynosim run` does with the workload flags (spec §1.2 rules 1-4, 6, 13, 14): the source
@@ -326,7 +303,6 @@ pub fn workload_of(
             let s = SyntheticSpec {
                 input_tokens: u32_of(w, "input_tokens").unwrap_or(1),
                 output_tokens: u32_of(w, "output_tokens").unwrap_or(1),
-                request_count: u32_of(w, "request_count").unwrap_or(1),
                 arrival,
                 arrival_seed: w
                     .get("arrival_seed")
@@ -338,15 +314,6 @@ pub fn workload_of(
                 inter_turn_delay_ms: delay,
                 ..shaped
             };
-            if s.total_requests() > u64::from(u32::MAX) {
-                return Err(format!(
-                    "workload: request_count + warmup_request_count must be at most {}, got {} \
-                     + {}",
-                    u32::MAX,
-                    s.request_count,
-                    s.warmup_request_count
-                ));
-            }
             Ok((
                 WorkloadSource::Synthetic {
                     spec: s,

@@ -128,7 +128,13 @@ impl SyntheticSpec {
     /// Checks the benchmark-shaped settings (range ratio and style, standard deviations,
     /// warm-up), naming the `dynosim run` flag; [`generate`] checks them too.
     pub fn check_shape(&self) -> Result<(), InputError> {
-        validate_shape(self)
+        validate_shape(self, &flag_name).map_err(InputError::new)
+    }
+
+    /// [`SyntheticSpec::check_shape`]'s rules, naming each setting by `name` of its field
+    /// (`random_range_ratio`, `turns_per_session`, …): a sweep spec names its keys.
+    pub fn check_shape_named(&self, name: &dyn Fn(&str) -> String) -> Result<(), String> {
+        validate_shape(self, name)
     }
 
     /// Whether any request length is drawn rather than fixed.
@@ -300,11 +306,19 @@ fn validate(spec: &SyntheticSpec) -> Result<(), InputError> {
             "--inter-turn-delay-ms must be a finite number >= 0, got {delay}"
         )));
     }
-    validate_shape(spec)
+    validate_shape(spec, &flag_name).map_err(InputError::new)
 }
 
-/// The benchmark-shaped settings: lengths and warm-up (see [`SyntheticSpec::check_shape`]).
-fn validate_shape(spec: &SyntheticSpec) -> Result<(), InputError> {
+/// `dynosim run`'s flag for a [`SyntheticSpec`] field: `random_range_ratio` is
+/// `--random-range-ratio`.
+fn flag_name(field: &str) -> String {
+    format!("--{}", field.replace('_', "-"))
+}
+
+/// The benchmark-shaped settings: lengths and warm-up (see [`SyntheticSpec::check_shape`]),
+/// each setting named by `name` of its field.
+fn validate_shape(spec: &SyntheticSpec, name: &dyn Fn(&str) -> String) -> Result<(), String> {
+    let ratio_name = name("random_range_ratio");
     if let Some(r) = spec.random_range_ratio {
         let symmetric = spec.random_range_style == RangeStyle::Symmetric;
         let ok = if symmetric {
@@ -314,46 +328,48 @@ fn validate_shape(spec: &SyntheticSpec) -> Result<(), InputError> {
         };
         if !ok {
             let range = if symmetric {
-                "in [0, 1) with --random-range-style symmetric"
+                format!("in [0, 1) with {} symmetric", name("random_range_style"))
             } else {
-                "between 0 and 1"
+                "between 0 and 1".to_string()
             };
-            return Err(InputError::new(format!(
-                "--random-range-ratio must be {range}, got {r}"
-            )));
+            return Err(format!("{ratio_name} must be {range}, got {r}"));
         }
     }
-    for (flag, sd) in [
-        ("--input-tokens-stddev", spec.input_tokens_stddev),
-        ("--output-tokens-stddev", spec.output_tokens_stddev),
+    for (field, sd) in [
+        ("input_tokens_stddev", spec.input_tokens_stddev),
+        ("output_tokens_stddev", spec.output_tokens_stddev),
     ] {
         if !(sd.is_finite() && sd >= 0.0) {
-            return Err(InputError::new(format!(
-                "{flag} must be a finite number >= 0, got {sd}"
-            )));
+            return Err(format!(
+                "{} must be a finite number >= 0, got {sd}",
+                name(field)
+            ));
         }
         if sd > 0.0 && spec.random_range_ratio.is_some() {
-            return Err(InputError::new(format!(
-                "--random-range-ratio cannot be combined with {flag} (uniform or normal \
-                 lengths: choose one)"
-            )));
+            return Err(format!(
+                "{ratio_name} cannot be combined with {} (uniform or normal lengths: choose one)",
+                name(field)
+            ));
         }
     }
     if spec.warmup_request_count > 0 {
+        let warmup = name("warmup_request_count");
         if spec.turns_per_session > 1 {
-            return Err(InputError::new(format!(
-                "--warmup-request-count cannot be combined with --turns-per-session {} (warm-up \
-                 requests are single requests; multi-turn warm-up is not simulated)",
+            return Err(format!(
+                "{warmup} cannot be combined with {} {} (warm-up requests are single requests; \
+                 multi-turn warm-up is not simulated)",
+                name("turns_per_session"),
                 spec.turns_per_session
-            )));
+            ));
         }
         if spec.total_requests() > u64::from(u32::MAX) {
-            return Err(InputError::new(format!(
-                "--request-count + --warmup-request-count must be at most {}, got {} + {}",
+            return Err(format!(
+                "{} + {warmup} must be at most {}, got {} + {}",
+                name("request_count"),
                 u32::MAX,
                 spec.request_count,
                 spec.warmup_request_count
-            )));
+            ));
         }
     }
     Ok(())
