@@ -146,7 +146,11 @@ fn observations(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> Vec
 
 /// Ratios predicted / measured of the rows that simulated.
 fn ratios(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> (Vec<f64>, Vec<f64>) {
-    let obs = observations(targets, rows, preds);
+    ratios_of(&observations(targets, rows, preds))
+}
+
+/// Ratios predicted / measured of TTFT and of TPOT.
+fn ratios_of(obs: &[Obs]) -> (Vec<f64>, Vec<f64>) {
     (
         obs.iter().map(|o| o.t / o.m).collect(),
         obs.iter().map(|o| o.u / o.q).collect(),
@@ -248,8 +252,7 @@ fn best_scale_and_overhead(obs: &[Obs]) -> (f64, f64, f64) {
 fn best_for(what: Fit, obs: &[Obs]) -> (f64, f64, f64) {
     match what {
         Fit::Scales => {
-            let t: Vec<f64> = obs.iter().map(|o| o.t / o.m).collect();
-            let u: Vec<f64> = obs.iter().map(|o| o.u / o.q).collect();
+            let (t, u) = ratios_of(obs);
             let k = best_scale(&t, &u);
             (k, 0.0, objective(k, &t, &u))
         }

@@ -365,8 +365,6 @@ impl Topology {
         }
     }
 
-    /// Engine block size used for hashing prompts (prefill pool's in disaggregated mode).
-    /// The engine args of every pool (one aggregated, or prefill then decode).
     /// The pool requests enter: the aggregated pool, or the prefill pool.
     pub fn entry_pool(&self) -> &EngineArgs {
         match self {
@@ -375,6 +373,7 @@ impl Topology {
         }
     }
 
+    /// The engine args of every pool (one aggregated, or prefill then decode).
     pub fn engines(&self) -> Vec<&EngineArgs> {
         match self {
             Topology::Aggregated { engine, .. } => vec![engine],
@@ -384,11 +383,10 @@ impl Topology {
         }
     }
 
+    /// Engine block size used for hashing prompts: the entry pool's (the prefill pool's in
+    /// disaggregated mode).
     pub fn block_size(&self) -> u32 {
-        match self {
-            Topology::Aggregated { engine, .. } => engine.block_size,
-            Topology::Disaggregated { prefill, .. } => prefill.block_size,
-        }
+        self.entry_pool().block_size
     }
 }
 

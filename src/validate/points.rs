@@ -297,7 +297,13 @@ impl Row<'_> {
         (self.get)(col).to_string()
     }
 
-    fn parallel(&self, prefix: &str) -> Result<Option<(Parallel, Option<u32>)>, InputError> {
+    /// A pool's parallelism and batch size (`prefix`: "", "prefill_" or "decode_"), with the
+    /// storage quirk of the InferenceX batches undone when `inferencex` ([`Parallel::normalised`]).
+    fn parallel(
+        &self,
+        prefix: &str,
+        inferencex: bool,
+    ) -> Result<Option<(Parallel, Option<u32>)>, InputError> {
         let c = |s: &str| format!("{prefix}{s}");
         let Some(tp) = self.int(&c("tp_size"))? else {
             return Ok(None);
@@ -315,10 +321,7 @@ impl Row<'_> {
             moe_tp: self.int(&c("moe_tp_size"))?,
             moe_ep: self.int(&c("moe_ep_size"))?,
         }
-        .normalised(
-            self.text("silicon_data_source")
-                .starts_with("source_file=2026-"),
-        );
+        .normalised(inferencex);
         Ok(Some((p, self.int(&c("batch_size"))?)))
     }
 
@@ -328,16 +331,17 @@ impl Row<'_> {
         let osl = self.int("osl")?.filter(|n| *n > 0);
         let source = self.text("silicon_data_source");
         let from_source = silicon_concurrency(&source);
+        let inferencex = source.starts_with("source_file=2026-");
         let mut unsupported = None;
         let (pools, concurrency) = match mode.as_str() {
             "agg" => {
-                let agg = self.parallel("")?;
+                let agg = self.parallel("", inferencex)?;
                 let c = from_source.or(agg.as_ref().and_then(|a| a.1));
                 (agg.into_iter().map(|a| a.0).collect::<Vec<_>>(), c)
             }
             "disagg" => {
-                let p = self.parallel("prefill_")?;
-                let d = self.parallel("decode_")?;
+                let p = self.parallel("prefill_", inferencex)?;
+                let d = self.parallel("decode_", inferencex)?;
                 let c = from_source.or_else(|| {
                     d.as_ref()
                         .and_then(|(pool, bs)| bs.map(|b| b * pool.num_workers))
