@@ -402,10 +402,7 @@ fn run_report(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> (Value, Str
     let mut all: Vec<&str> = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--report-json", out.to_str().unwrap()]);
-    let o = dynosim(&all, cache, env);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "dynosim run failed: {err}");
-    (load(&out), err)
+    common::report_of(&dynosim(&all, cache, env), &out)
 }
 
 /// The breadth spec's workload with SGLang AIC timing (sglang 0.5.10, page 64): DynoSim 1.4.2's

@@ -54,10 +54,7 @@ fn run(dir: &Path, engine: &str, extra: &[&str]) -> (Value, String) {
         .args(extra)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
-    let v = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    (v, stderr)
+    common::report_of(&out, &report)
 }
 
 fn without_wall_time(mut v: Value) -> Value {

@@ -2,6 +2,8 @@
 //! pool. Every request's TTFT and end-to-end latency grow by it, inter-token times do not, and in
 //! closed loop it holds the request's slot (the run gets longer by it per request in sequence).
 
+mod common;
+
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
 use std::fs;
@@ -20,13 +22,7 @@ fn report(dir: &Path, args: &[&str]) -> Value {
         .args(["--report-json", "r.json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&fs::read_to_string(dir.join("r.json")).unwrap()).unwrap()
+    common::report_of(&out, &dir.join("r.json")).0
 }
 
 fn num(r: &Value, k: &str) -> f64 {

@@ -1,7 +1,12 @@
-//! Helpers shared by the integration tests that need AIConfigurator's Python package
-//! (`tests/aic.rs`, `tests/sweep_served.rs`): each test crate includes this with `mod common;`.
+//! Helpers shared by integration tests (each test crate includes this with `mod common;` and
+//! calls the ones it needs): whether AIConfigurator's Python package is there, and the report
+//! of a `dynosim run`.
+// Every test crate uses a subset of these helpers.
+#![allow(dead_code)]
 
-use std::process::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
 
 /// The Python that holds aiconfigurator-core: `DYNOSIM_PYTHON`, else `python3`.
 pub fn python() -> String {
@@ -21,7 +26,6 @@ pub fn have_aic(test: &str) -> bool {
 
 /// Whether `py` imports `module`. Without it a test is skipped with a line saying to
 /// `install`, except in CI, which must provide `what`.
-#[allow(dead_code)] // not every test crate that includes this module calls it directly
 pub fn can_import(py: &str, module: &str, test: &str, what: &str, install: &str) -> bool {
     let ok = Command::new(py)
         .args(["-c", &format!("import {module}")])
@@ -36,4 +40,15 @@ pub fn can_import(py: &str, module: &str, test: &str, what: &str, install: &str)
         eprintln!("skipped: {test} needs {install}");
     }
     ok
+}
+
+/// A finished `dynosim run` that must have succeeded (else the test fails with its stderr):
+/// the report it wrote to `report` (its `--report-json`), and its stderr.
+pub fn report_of(out: &Output, report: &Path) -> (Value, String) {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "dynosim run failed: {stderr}");
+    let text =
+        std::fs::read_to_string(report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    (v, stderr)
 }
