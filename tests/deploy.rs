@@ -318,6 +318,34 @@ router_mode: kv_router
 }
 
 #[test]
+fn trtllm_batch_waiting_is_a_launch_setting() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = r#"
+name: wait
+workload: {input_tokens: 200, output_tokens: 10, request_count: 30, replay_concurrency: 4}
+engine:
+  engine_type: trtllm
+  block_size: 32
+  num_gpu_blocks: 2048
+  trtllm: {batch_wait_timeout_iters: 20, batch_wait_max_tokens_ratio: 0.9}
+grid:
+  num_workers: [1]
+"#;
+    let out = sweep(spec, tmp.path(), "wait");
+    let d = tmp.path().join("p0");
+    deploy_ok(&[out.to_str().unwrap(), "-o", d.to_str().unwrap()]);
+    let dep = check_folder(&d);
+    check_run_args(&dep, tmp.path());
+    let yaml = std::fs::read_to_string(d.join("deployment.yaml")).unwrap();
+    assert!(
+        yaml.contains("\"batch_wait_timeout_iters\":20")
+            && yaml.contains("\"batch_wait_max_tokens_ratio\":0.9"),
+        "{yaml}"
+    );
+}
+
+#[test]
 fn a_report_deploys_with_the_flags_that_wrote_it() {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();

@@ -17,8 +17,8 @@
 
 use super::json_fields::{parse_json_text, JsonObject};
 use super::{
-    EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy, SchedulePolicy,
-    WorkerType,
+    BatchWait, EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy,
+    SchedulePolicy, WorkerType,
 };
 use crate::error::InputError;
 use crate::timing::aic::AicArgs;
@@ -304,7 +304,7 @@ fn parse_after_profile(
     if a.engine_type == EngineType::Sglang {
         parse_sglang(o, sglang, block_size, a)?;
     }
-    parse_trtllm(o)?;
+    parse_trtllm(o, a)?;
     parse_offload_keys(o)?;
     let fractions = parse_memory_fractions(o)?;
     let aic = super::aic::parse_aic_args(
@@ -442,26 +442,59 @@ fn parse_sglang(
 }
 
 /// The `trtllm` object: `capacity_scheduler_policy` may only be `guaranteed_no_evict` (the
-/// policy dynosim simulates for `engine_type` trtllm); other keys are ignored, as DynoSim does.
-fn parse_trtllm(o: &JsonObject) -> Result<(), InputError> {
+/// policy dynosim simulates for `engine_type` trtllm); dynosim reads TRT-LLM's batch waiting
+/// (`batch_wait_timeout_iters`, `batch_wait_max_tokens_ratio`) for engine_type trtllm; other
+/// keys are ignored, as DynoSim does.
+fn parse_trtllm(o: &JsonObject, a: &mut EngineArgs) -> Result<(), InputError> {
     let Some(t) = o.object("trtllm")?.value() else {
         return Ok(());
     };
     match t.get("capacity_scheduler_policy") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::String(p)) if p == "guaranteed_no_evict" => Ok(()),
-        Some(Value::String(p)) => Err(o.error(
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) if p == "guaranteed_no_evict" => {}
+        Some(Value::String(p)) => {
+            return Err(o.error(
+                "trtllm",
+                format!(
+                    ".capacity_scheduler_policy: engine_type=trtllm v1 supports only \
+                     capacity_scheduler_policy='guaranteed_no_evict', got '{p}'"
+                ),
+            ))
+        }
+        Some(v) => {
+            return Err(o.error(
+                "trtllm",
+                format!(".capacity_scheduler_policy: expected a string, got {v}"),
+            ))
+        }
+    }
+    let inner_origin = format!("{}: trtllm", o.origin());
+    let value = Value::Object(t.clone());
+    let s = JsonObject::new(&value, &inner_origin, "trtllm")?;
+    let iters = s.non_null(
+        "batch_wait_timeout_iters",
+        s.int("batch_wait_timeout_iters", 0, u64::from(u32::MAX))?,
+    )?;
+    let ratio = s.non_null(
+        "batch_wait_max_tokens_ratio",
+        s.float("batch_wait_max_tokens_ratio", 0.0, 1.0)?,
+    )?;
+    let wait = BatchWait {
+        timeout_iters: iters.map_or(0, |n| n as u32),
+        max_tokens_ratio: ratio.unwrap_or(0.0),
+    };
+    if !wait.is_off() && a.engine_type != EngineType::Trtllm {
+        return Err(o.error(
             "trtllm",
             format!(
-                ".capacity_scheduler_policy: engine_type=trtllm v1 supports only \
-                 capacity_scheduler_policy='guaranteed_no_evict', got '{p}'"
+                ".batch_wait_timeout_iters / .batch_wait_max_tokens_ratio: TRT-LLM's batch \
+                 waiting applies only to engine_type=trtllm, got engine_type={}",
+                a.engine_type.display_name()
             ),
-        )),
-        Some(v) => Err(o.error(
-            "trtllm",
-            format!(".capacity_scheduler_policy: expected a string, got {v}"),
-        )),
+        ));
     }
+    a.batch_wait = wait;
+    Ok(())
 }
 
 /// `worker_type` is shorthand for `is_prefill`/`is_decode` and cannot be combined with them.
@@ -982,6 +1015,37 @@ mod tests {
         assert!(m.contains("sglang: key \"page_size\""), "{m}");
         let m = err(json!({"engine_type": null}));
         assert!(m.contains("must not be null"), "{m}");
+    }
+
+    #[test]
+    fn trtllm_batch_waiting() {
+        let a = ok(json!({"engine_type": "trtllm",
+            "trtllm": {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}}));
+        assert_eq!(
+            a.batch_wait,
+            BatchWait {
+                timeout_iters: 20,
+                max_tokens_ratio: 0.9
+            }
+        );
+        assert!(ok(json!({"engine_type": "trtllm"})).batch_wait.is_off());
+        // Zeros (TRT-LLM's defaults) are off on any engine; set, only TRT-LLM reads them.
+        let a = ok(json!({"trtllm": {"batch_wait_timeout_iters": 0}}));
+        assert!(a.batch_wait.is_off());
+        let m = err(json!({"trtllm": {"batch_wait_timeout_iters": 20}}));
+        assert!(
+            m.contains("applies only to engine_type=trtllm, got engine_type=Vllm"),
+            "{m}"
+        );
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"batch_wait_max_tokens_ratio": 1.5}}));
+        assert!(
+            m.contains("trtllm: key \"batch_wait_max_tokens_ratio\" must be a number in [0, 1], got number 1.5"),
+            "{m}"
+        );
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"batch_wait_timeout_iters": 2.5}}));
+        assert!(m.contains("batch_wait_timeout_iters"), "{m}");
     }
 
     #[test]

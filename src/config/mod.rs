@@ -151,6 +151,11 @@ pub struct EngineArgs {
     /// (AIConfigurator models it for vLLM as 0.8 ms per layer).
     #[serde(skip_serializing_if = "is_zero")]
     pub prefill_pass_overhead_ms: f64,
+    /// TRT-LLM's batch waiting (`trtllm.batch_wait_timeout_iters` and
+    /// `trtllm.batch_wait_max_tokens_ratio`, read for `engine_type` trtllm only; DynoSim ignores
+    /// them; off by default).
+    #[serde(skip_serializing_if = "BatchWait::is_off")]
+    pub batch_wait: BatchWait,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -181,6 +186,7 @@ impl Default for EngineArgs {
             tp_size: 1,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
+            batch_wait: BatchWait::default(),
             timing: Timing::default(),
         }
     }
@@ -188,6 +194,24 @@ impl Default for EngineArgs {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+/// TRT-LLM's batch waiting (its `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio`
+/// settings): while sequences are decoding, new prompts are held back from the batch, pass after
+/// pass, until either `timeout_iters` passes have held them or the tokens the pass would
+/// schedule (the held prompts' lengths plus one per decoding sequence) reach
+/// `max_tokens_ratio × max_num_batched_tokens`; then they all join and the count starts again.
+/// Both 0 = off.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct BatchWait {
+    pub timeout_iters: u32,
+    pub max_tokens_ratio: f64,
+}
+
+impl BatchWait {
+    pub fn is_off(&self) -> bool {
+        self.timeout_iters == 0 && self.max_tokens_ratio == 0.0
+    }
 }
 
 impl EngineArgs {
@@ -211,6 +235,9 @@ impl EngineArgs {
                 e.sglang = d.sglang;
             }
             EngineType::Vllm => e.sglang = d.sglang,
+        }
+        if e.engine_type != EngineType::Trtllm {
+            e.batch_wait = d.batch_wait;
         }
         e
     }

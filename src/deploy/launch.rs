@@ -292,6 +292,14 @@ fn pool(
         ));
     }
     let kv_events = kv && (prefix || engine == Engine::Sglang);
+    let wait = &e["batch_wait"];
+    let batch_wait = match (
+        u64_of(wait, "timeout_iters"),
+        wait["max_tokens_ratio"].as_f64(),
+    ) {
+        (None, None) => None,
+        (iters, ratio) => Some((iters.unwrap_or(0), ratio.unwrap_or(0.0))),
+    };
     let st = Settings {
         role,
         tp,
@@ -304,6 +312,7 @@ fn pool(
         chunked,
         blocks,
         kv_events,
+        batch_wait,
     };
     let a = match engine {
         Engine::Vllm => vllm_args(&st, model),
@@ -334,6 +343,8 @@ struct Settings {
     chunked: bool,
     blocks: Option<u64>,
     kv_events: bool,
+    /// TRT-LLM's batch waiting: (batch_wait_timeout_iters, batch_wait_max_tokens_ratio).
+    batch_wait: Option<(u64, f64)>,
 }
 
 /// `python -m dynamo.vllm` flags (vLLM's engine args and Dynamo's).
@@ -449,7 +460,11 @@ fn trtllm_args(st: &Settings, model: &str) -> Result<Vec<String>, InputError> {
     if let Some(b) = st.blocks {
         kv_cfg["max_tokens"] = json!(b * st.block);
     }
-    let over = json!({"enable_chunked_prefill": st.chunked, "kv_cache_config": kv_cfg});
+    let mut over = json!({"enable_chunked_prefill": st.chunked, "kv_cache_config": kv_cfg});
+    if let Some((iters, ratio)) = st.batch_wait {
+        over["batch_wait_timeout_iters"] = json!(iters);
+        over["batch_wait_max_tokens_ratio"] = json!(ratio);
+    }
     push(&mut a, "--override-engine-args", over);
     if st.kv_events {
         a.push("--publish-kv-events".into());

@@ -126,6 +126,8 @@ pub struct Engine<M: LatencyModel> {
     /// Hand-offs are waiting for KV capacity on this (decode) engine: admission then takes
     /// only prebuilt sequences, wherever they are in the waiting queue.
     pending_destinations: bool,
+    /// TRT-LLM's batch waiting: consecutive passes that have held the waiting prompts back.
+    batch_wait_passes: u32,
 }
 
 impl<M: LatencyModel> Engine<M> {
@@ -150,6 +152,7 @@ impl<M: LatencyModel> Engine<M> {
             held: Vec::new(),
             scratch_allocs: Vec::new(),
             pending_destinations: false,
+            batch_wait_passes: 0,
         }
     }
 
@@ -677,6 +680,63 @@ impl<M: LatencyModel> Engine<M> {
         out.progressed = true;
     }
 
+    /// TRT-LLM's batch waiting (`EngineArgs::batch_wait`), checked after the running sequences
+    /// are scheduled: whether this pass holds the waiting prompts back. As TRT-LLM, only while
+    /// the pass decodes some sequence and some prompt could join (within the token budget and
+    /// `max_num_seqs`, the pool not consulted); the tokens counted are the full prompts of those
+    /// and of the running sequences computing prompt tokens in this pass, plus one per decoding
+    /// sequence. A prompt already chunked in is not held back (TRT-LLM, without chunking, has
+    /// none).
+    fn holds_prompts(&mut self, budget: u64, max_seqs: u64) -> bool {
+        let wait = self.args.batch_wait;
+        if wait.is_off() || self.args.engine_type != EngineType::Trtllm {
+            return false;
+        }
+        let pass = self.pass_no;
+        let (mut decoding, mut tokens) = (0u64, 0u64);
+        for &s in &self.running {
+            let seq = &self.seqs[s as usize];
+            if seq.sched_pass != pass {
+                continue;
+            }
+            if seq.sched_prompt_isl > 0 {
+                tokens += u64::from(seq.input);
+            } else {
+                decoding += 1;
+            }
+        }
+        let mut joining = 0u64;
+        let mut left = budget;
+        let mut slots = max_seqs.saturating_sub(self.running.len() as u64);
+        for &s in &self.waiting {
+            if left == 0 || slots == 0 {
+                break;
+            }
+            let seq = &self.seqs[s as usize];
+            let need = u64::from(self.seq_len(s).saturating_sub(seq.num_computed));
+            if !self.args.enable_chunked_prefill && need > left {
+                break;
+            }
+            left -= need.min(left);
+            slots -= 1;
+            joining += 1;
+            tokens += u64::from(seq.input);
+        }
+        if decoding == 0 || joining == 0 {
+            return false;
+        }
+        let threshold =
+            wait.max_tokens_ratio * self.args.max_num_batched_tokens.unwrap_or(u64::MAX) as f64;
+        let stop =
+            self.batch_wait_passes >= wait.timeout_iters || (tokens + decoding) as f64 >= threshold;
+        if stop {
+            self.batch_wait_passes = 0;
+        } else {
+            self.batch_wait_passes += 1;
+        }
+        !stop
+    }
+
     /// Takes the finished sequence at `running[k]` out of the batch. On a prefill worker its
     /// source KV stays until the decode side has it (spec §7.2); elsewhere it is freed.
     fn retire(&mut self, k: usize, out: &mut PassOutput, prefill: bool) {
@@ -808,7 +868,7 @@ impl<M: LatencyModel> Engine<M> {
         // itself: a prebuilt sequence (nothing to compute) is still admitted, then admission
         // stops; a sequence with work to compute is blocked by it.
         let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
-        if preempted == 0 {
+        if preempted == 0 && !self.holds_prompts(budget, max_seqs) {
             while (self.running.len() as u64) < max_seqs {
                 // While hand-offs wait for capacity here, only prebuilt sequences (their KV
                 // already reserved) are admitted, in queue order; a sequence needing fresh KV
@@ -1127,6 +1187,74 @@ mod tests {
         }
         assert_eq!(finished, vec![0, 1]);
         assert_eq!(rejected, vec![2]);
+    }
+
+    /// Passes until request `req` is admitted, with one sequence decoding throughout.
+    fn passes_until_admitted(batch_wait: crate::config::BatchWait, second_prompt: u32) -> u32 {
+        let args = EngineArgs {
+            engine_type: EngineType::Trtllm,
+            max_num_batched_tokens: Some(1000),
+            batch_wait,
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(64, &[&[], &[]]);
+        e.enqueue(0, 1, 100, 200, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        e.enqueue(1, 2, second_prompt, 10, 0);
+        for pass in 1..100 {
+            e.step(&prompts, &mut out);
+            if out.admitted.contains(&(1, 0)) {
+                // The first sequence decoded in every pass that held the prompt back.
+                assert_eq!(out.emitted.first().map(|x| x.0), Some(0));
+                return pass;
+            }
+            assert!(out.prefill_ms == 0.0, "a held pass computes no prompt");
+        }
+        panic!("never admitted");
+    }
+
+    #[test]
+    fn trtllm_batch_waiting_holds_prompts_while_sequences_decode() {
+        use crate::config::BatchWait;
+        let off = BatchWait::default();
+        assert_eq!(passes_until_admitted(off, 100), 1);
+        // Held for 5 passes, admitted in the 6th (the count reaches the timeout).
+        let wait = BatchWait {
+            timeout_iters: 5,
+            max_tokens_ratio: 0.9,
+        };
+        assert_eq!(passes_until_admitted(wait, 100), 6);
+        // A prompt that brings the pass to 0.9 x 1000 tokens (899 + 1 decoding) joins at once.
+        assert_eq!(passes_until_admitted(wait, 899), 1);
+        assert_eq!(passes_until_admitted(wait, 898), 6);
+        // As TRT-LLM: with a ratio of 0 the token test always passes, so nothing waits.
+        let ratio_zero = BatchWait {
+            timeout_iters: 5,
+            max_tokens_ratio: 0.0,
+        };
+        assert_eq!(passes_until_admitted(ratio_zero, 100), 1);
+    }
+
+    #[test]
+    fn trtllm_batch_waiting_never_holds_a_prompt_when_nothing_decodes() {
+        let args = EngineArgs {
+            engine_type: EngineType::Trtllm,
+            batch_wait: crate::config::BatchWait {
+                timeout_iters: 50,
+                max_tokens_ratio: 0.9,
+            },
+            ..EngineArgs::default()
+        };
+        let mut e = engine(args);
+        let prompts = PromptBlocks::from_lists(64, &[&[], &[]]);
+        e.enqueue(0, 1, 100, 2, 0);
+        e.enqueue(1, 2, 100, 2, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0), (1, 0)]);
     }
 
     #[test]
