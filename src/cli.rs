@@ -89,10 +89,14 @@ pub struct CalibrateArgs {
     /// Families with fewer rows are cross-validated leave-one-out.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub loo_below: usize,
-    /// Fit only the prefill and decode time scales, not the per-request overhead
-    /// (request_overhead_ms: ms from the client's send to the engine, in every TTFT).
+    /// Do not fit the per-request overhead (request_overhead_ms: ms from the client's send to
+    /// the engine, in every TTFT).
     #[arg(long)]
     pub no_request_overhead: bool,
+    /// Also fit a per-prefill-pass overhead (prefill_pass_overhead_ms: ms added to every engine
+    /// pass that computes prompt tokens); about twice the simulations.
+    #[arg(long)]
+    pub fit_pass_overhead: bool,
     /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:
     /// entries that win over the family's for pools of that shape.
     #[arg(long)]
@@ -171,6 +175,11 @@ pub struct MeasuredOptions {
     /// rows with FP8/FP4 weights, the model's default otherwise; model, fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
+    /// Table rows: TRT-LLM's batch waiting (inferencex = as InferenceX's launch scripts ran the
+    /// measured servers: batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio 0.9 for
+    /// Llama 70B at ISL/OSL 1024/1024 below TP 8, off otherwise; none = off everywhere).
+    #[arg(long, default_value = "inferencex", value_name = "SETTINGS")]
+    pub batch_wait: String,
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,

@@ -183,10 +183,9 @@ fn calibrate_family(
         memo.seed(l, Corrections::NONE, prediction(&baseline[rows[l]]));
     }
     let uncalibrated = summarize(&targets, &all, &memo.predict(&all, Corrections::NONE));
-    let what = if args.no_request_overhead {
-        Fit::Scales
-    } else {
-        Fit::ScalesAndOverhead
+    let what = Fit {
+        request_overhead: !args.no_request_overhead,
+        pass_overhead: args.fit_pass_overhead,
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
@@ -249,10 +248,11 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
         "per_parallelism": args.per_parallelism,
-        "fit": if args.no_request_overhead { "scales" } else { "scales and request overhead" },
+        "fit": fit_name(args),
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
         "random_range_ratio": args.options.random_range_ratio,
         "kv_cache_dtype": args.options.kv_cache_dtype,
+        "batch_wait": args.options.batch_wait,
         // Corrections are fitted on the engine's passes alone (validate's --dispatch-overhead
         // none); a calibrated family drops validate's dispatch model.
         "dispatch_overhead": "none",
@@ -264,15 +264,26 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
     }
 }
 
+/// What the fit adjusts, as written into the file's options.
+fn fit_name(args: &CalibrateArgs) -> &'static str {
+    match (args.no_request_overhead, args.fit_pass_overhead) {
+        (true, false) => "scales",
+        (false, false) => "scales and request overhead",
+        (true, true) => "scales and prefill pass overhead",
+        (false, true) => "scales, request overhead and prefill pass overhead",
+    }
+}
+
 /// One line per family: scales, then uncalibrated, in-sample and cross-validated errors.
 pub fn render(file: &CalibrationFile) -> String {
     let mut out = format!(
-        "{:<44} {:>5} {:>8} {:>8} {:>9}  {:>15}  {:>15}  {:>22}\n",
+        "{:<44} {:>5} {:>8} {:>8} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
         "family",
         "rows",
         "prefill",
         "decode",
-        "overhead",
+        "request",
+        "pass",
         "uncal TTFT/TPOT",
         "fit TTFT/TPOT",
         "cross-val TTFT/TPOT"
@@ -288,12 +299,13 @@ pub fn render(file: &CalibrationFile) -> String {
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
-            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9}  {:>15}  {:>15}  {:>22}\n",
+            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
             name,
             fit.rows.len(),
             f.prefill_scale,
             f.decode_scale,
             format!("{:.1}ms", f.request_overhead_ms),
+            format!("{:.1}ms", f.prefill_pass_overhead_ms),
             pair(&fit.uncalibrated),
             pair(&fit.fitted),
             cv

@@ -14,8 +14,13 @@
 //! scale-invariant (points arriving at a request rate), up to three closed-form updates of `k`
 //! on real predictions follow.
 //!
+//! The per-prefill-pass overhead, when asked ([`Fit::pass_overhead`]), scales with the passes
+//! (a probe simulates it at decode scale 1, and `k` multiplies it too), so runs stay
+//! scale-invariant: it is searched on a lattice at the best ratio, then the ratio and it are
+//! refined in turn ([`fit`]).
+//!
 //! The per-request overhead (ms from a client's send to the engine, the same for every request)
-//! is fitted with the common scale when asked ([`Fit::ScalesAndOverhead`]): for each `r`,
+//! is fitted with the common scale when asked ([`Fit::request_overhead`]): for each `r`,
 //! predicted TTFTs are taken as `k·T + o`; the objective is jointly convex in (k, o), `o` has a
 //! closed form for each `k` (a weighted median of the shortfalls, at least 0), and `k` is found
 //! by a golden-section search. The overhead breaks scale invariance only slightly (it holds a
@@ -54,7 +59,7 @@ impl<F: FnMut(&[usize], Corrections) -> Vec<Prediction>> Simulator for F {
 /// run each distinct simulation once.
 pub struct Memo<'s> {
     sim: &'s mut dyn Simulator,
-    done: HashMap<(usize, [u64; 3]), Prediction>,
+    done: HashMap<(usize, [u64; 4]), Prediction>,
     /// Simulations run (not memo hits).
     pub simulations: usize,
 }
@@ -95,21 +100,40 @@ impl<'s> Memo<'s> {
     }
 }
 
-fn bits(c: Corrections) -> [u64; 3] {
+fn bits(c: Corrections) -> [u64; 4] {
     [
         c.prefill_scale.to_bits(),
         c.decode_scale.to_bits(),
         c.request_overhead_ms.to_bits(),
+        c.prefill_pass_overhead_ms.to_bits(),
     ]
 }
 
-/// What a fit adjusts.
+/// What a fit adjusts besides the two time scales.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fit {
-    /// The prefill and decode time scales.
-    Scales,
-    /// The two scales and the per-request overhead (ms added to every request's way in).
-    ScalesAndOverhead,
+pub struct Fit {
+    /// The per-request overhead (ms added to every request's way in).
+    pub request_overhead: bool,
+    /// The per-prefill-pass overhead (ms added to every pass that computes prompt tokens).
+    pub pass_overhead: bool,
+}
+
+impl Fit {
+    /// The two scales alone.
+    pub const SCALES: Fit = Fit {
+        request_overhead: false,
+        pass_overhead: false,
+    };
+    /// The scales and the per-request overhead.
+    pub const SCALES_AND_OVERHEAD: Fit = Fit {
+        request_overhead: true,
+        pass_overhead: false,
+    };
+    /// The scales and both overheads.
+    pub const ALL: Fit = Fit {
+        request_overhead: true,
+        pass_overhead: true,
+    };
 }
 
 /// What a fit found.
@@ -250,13 +274,12 @@ fn best_scale_and_overhead(obs: &[Obs]) -> (f64, f64, f64) {
 /// The best common scale (and overhead, when fitted) for predictions made without overhead:
 /// (k, o, objective).
 fn best_for(what: Fit, obs: &[Obs]) -> (f64, f64, f64) {
-    match what {
-        Fit::Scales => {
-            let (t, u) = ratios_of(obs);
-            let k = best_scale(&t, &u);
-            (k, 0.0, objective(k, &t, &u))
-        }
-        Fit::ScalesAndOverhead => best_scale_and_overhead(obs),
+    if what.request_overhead {
+        best_scale_and_overhead(obs)
+    } else {
+        let (t, u) = ratios_of(obs);
+        let k = best_scale(&t, &u);
+        (k, 0.0, objective(k, &t, &u))
     }
 }
 
@@ -266,63 +289,158 @@ const COARSE: (i32, i32) = (-4, 4); // in units of 1/2
 const WIDEST: i32 = 8; // ±4 in units of 1/2
 const FINEST_STEP: f64 = 1.0 / 16.0;
 
-/// Fits corrections to `rows` (indices into `targets`). `None` when no row simulates.
-pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
-    // (log2 r, objective, k, overhead)
-    type Seen = Vec<(f64, f64, f64, f64)>;
-    let mut seen: Seen = Vec::new();
-    let eval = |memo: &mut Memo, l: f64, seen: &mut Seen| -> Option<f64> {
-        if let Some(s) = seen.iter().find(|s| s.0 == l) {
-            return Some(s.1);
+/// The lattice of the pass overhead (ms at decode scale 1): 2^(m/4) for integers m, probed
+/// coarsely at every 8th (1, 4, 16, 64, 256, 1024 ms), then at steps of 4, 2 and 1 around
+/// the best.
+const PASS_COARSE: [i32; 6] = [0, 8, 16, 24, 32, 40];
+const PASS_STEPS: [i32; 3] = [4, 2, 1];
+
+fn pass_ms(m: i32) -> f64 {
+    (f64::from(m) / 4.0).exp2()
+}
+
+/// One probe of the search: log₂ of the ratio of the scales, the pass overhead's lattice index
+/// (`None` = no pass overhead), the objective, and the common scale and request overhead that
+/// minimise it.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    l: f64,
+    m: Option<i32>,
+    obj: f64,
+    k: f64,
+    o: f64,
+}
+
+/// The probes of one fit over its training rows.
+struct Search<'a, 'm, 's> {
+    memo: &'m mut Memo<'s>,
+    targets: &'a [Target],
+    rows: &'a [usize],
+    what: Fit,
+    seen: Vec<Probe>,
+}
+
+impl Search<'_, '_, '_> {
+    /// The objective at (l, m) (`None` when no row simulates).
+    fn eval(&mut self, l: f64, m: Option<i32>) -> Option<f64> {
+        if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m) {
+            return Some(s.obj);
         }
         let c = Corrections {
             prefill_scale: l.exp2(),
             decode_scale: 1.0,
             request_overhead_ms: 0.0,
+            prefill_pass_overhead_ms: m.map_or(0.0, pass_ms),
         };
-        let preds = memo.predict(rows, c);
-        let obs = observations(targets, rows, &preds);
+        let preds = self.memo.predict(self.rows, c);
+        let obs = observations(self.targets, self.rows, &preds);
         if obs.is_empty() {
             return None;
         }
-        let (k, o, obj) = best_for(what, &obs);
-        seen.push((l, obj, k, o));
+        let (k, o, obj) = best_for(self.what, &obs);
+        self.seen.push(Probe { l, m, obj, k, o });
         Some(obj)
-    };
-    let best = |seen: &Seen| {
-        seen.iter()
+    }
+
+    /// The best probe among those `keep` admits: the lowest objective, ties to no or the
+    /// smaller pass overhead, then to the ratio nearer 1.
+    fn best(&self, keep: impl Fn(&Probe) -> bool) -> Option<Probe> {
+        self.seen
+            .iter()
             .copied()
-            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.abs().total_cmp(&b.0.abs())))
+            .filter(|p| keep(p))
+            .min_by(|a, b| {
+                a.obj
+                    .total_cmp(&b.obj)
+                    .then(a.m.unwrap_or(i32::MIN).cmp(&b.m.unwrap_or(i32::MIN)))
+                    .then(a.l.abs().total_cmp(&b.l.abs()))
+            })
+    }
+
+    /// Refines log₂ r at pass overhead `m`, from `step` halving down to the finest step.
+    fn refine_ratio(&mut self, m: Option<i32>, mut step: f64) -> Option<Probe> {
+        while step >= FINEST_STEP {
+            let b = self.best(|p| p.m == m)?.l;
+            for l in [b - step, b + step] {
+                self.eval(l, m)?;
+            }
+            step /= 2.0;
+        }
+        self.best(|p| p.m == m)
+    }
+
+    /// The ratio's coarse grid (widened while the best is on an edge) and its refinement, at
+    /// pass overhead `m`.
+    fn search_ratio(&mut self, m: Option<i32>) -> Option<Probe> {
+        let (mut lo, mut hi) = COARSE;
+        for h in lo..=hi {
+            self.eval(f64::from(h) / 2.0, m)?;
+        }
+        loop {
+            let b = self.best(|p| p.m == m)?.l;
+            if b <= f64::from(lo) / 2.0 && lo > -WIDEST {
+                lo -= 1;
+                self.eval(f64::from(lo) / 2.0, m)?;
+            } else if b >= f64::from(hi) / 2.0 && hi < WIDEST {
+                hi += 1;
+                self.eval(f64::from(hi) / 2.0, m)?;
+            } else {
+                break;
+            }
+        }
+        self.refine_ratio(m, 0.25)
+    }
+
+    /// The pass overhead at ratio `l`: its coarse lattice, then steps around the best; `None`
+    /// when no pass overhead beats none.
+    fn search_pass(&mut self, l: f64, steps: &[i32], coarse: bool) -> Option<Probe> {
+        if coarse {
+            for m in PASS_COARSE {
+                self.eval(l, Some(m))?;
+            }
+        }
+        let at_l = |p: &Probe| p.l == l;
+        for &step in steps {
+            let best = self.best(at_l)?;
+            let m = best.m?;
+            for n in [m - step, m + step] {
+                self.eval(l, Some(n))?;
+            }
+        }
+        self.best(at_l).filter(|p| p.m.is_some())
+    }
+}
+
+/// Fits corrections to `rows` (indices into `targets`). `None` when no row simulates.
+///
+/// The ratio of the scales is searched first without a pass overhead; when the pass overhead
+/// is fitted, it is then searched at that ratio and, if some overhead beats none, the ratio is
+/// refined again at the best overhead and the overhead once more at the best ratio (a
+/// coordinate descent). Every probe simulates at decode scale 1; the common scale `k` and the
+/// request overhead come in closed form, and `k` scales the pass overhead with the passes.
+pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
+    let mut search = Search {
+        memo,
+        targets,
+        rows,
+        what,
+        seen: Vec::new(),
     };
-    let (mut lo, mut hi) = COARSE;
-    for h in lo..=hi {
-        eval(memo, f64::from(h) / 2.0, &mut seen)?;
-    }
-    loop {
-        let b = best(&seen)?.0;
-        if b <= f64::from(lo) / 2.0 && lo > -WIDEST {
-            lo -= 1;
-            eval(memo, f64::from(lo) / 2.0, &mut seen)?;
-        } else if b >= f64::from(hi) / 2.0 && hi < WIDEST {
-            hi += 1;
-            eval(memo, f64::from(hi) / 2.0, &mut seen)?;
-        } else {
-            break;
+    let first = search.search_ratio(None)?;
+    if what.pass_overhead {
+        if let Some(p) = search.search_pass(first.l, &PASS_STEPS, true) {
+            if let Some(q) = search.refine_ratio(p.m, 0.25) {
+                search.search_pass(q.l, &[2, 1], false);
+            }
         }
     }
-    let mut step = 0.25;
-    while step >= FINEST_STEP {
-        let b = best(&seen)?.0;
-        for l in [b - step, b + step] {
-            eval(memo, l, &mut seen)?;
-        }
-        step /= 2.0;
-    }
-    let (l, _, k, o) = best(&seen)?;
+    let Probe { l, m, k, o, .. } = search.best(|_| true)?;
+    let memo = search.memo;
     let mut c = Corrections {
         prefill_scale: l.exp2() * k,
         decode_scale: k,
         request_overhead_ms: o,
+        prefill_pass_overhead_ms: m.map_or(0.0, pass_ms) * k,
     };
     // The corrections as they are; where the runs were not scale-invariant (an overhead, or
     // arrivals on a clock), update k (and the overhead) on their real predictions.
@@ -353,6 +471,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
             prefill_scale: c.prefill_scale * k,
             decode_scale: c.decode_scale * k,
             request_overhead_ms: o,
+            prefill_pass_overhead_ms: c.prefill_pass_overhead_ms * k,
         };
     }
     result

@@ -7,15 +7,17 @@
 //! already express (spec §4.9.5): `prefill_scale` multiplies every prefill pass's time (it
 //! divides `speedup_ratio`), `decode_scale` every decode step's (it divides `speedup_ratio ×
 //! decode_speedup_ratio`). Both compose with ratios the user set: a calibrated run of
-//! `speedup_ratio: 2` is twice as fast as the calibrated run of 1. The third correction is the
-//! serving stack's per-request overhead, added to the pool's `request_overhead_ms`. An entry
-//! may be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
+//! `speedup_ratio: 2` is twice as fast as the calibrated run of 1. The other two are the
+//! serving stack's fixed costs: a per-request overhead, added to the pool's
+//! `request_overhead_ms`, and a per-prefill-pass overhead, added to its
+//! `prefill_pass_overhead_ms`. An entry may be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
 //! the family's entry for pools of that shape.
 //!
 //! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
 //!   name the file and the key, and applying it ([`CalibrationFile::apply`]);
-//! * `fit`: the fitting algorithm over any simulator of measured points (a 1-D search over the
-//!   ratio of the two scales, the common scale in closed form), and its cross-validation;
+//! * `fit`: the fitting algorithm over any simulator of measured points (a search over the
+//!   ratio of the two scales and the pass overhead, the common scale and the request overhead
+//!   in closed form), and its cross-validation;
 //! * `command`: `dynosim calibrate`, which feeds `fit` the measured points and simulation of
 //!   `dynosim validate` (on the floor above `validate`).
 //!
@@ -97,6 +99,10 @@ pub struct Corrections {
     /// ms added to every request's way in (`request_overhead_ms`), on top of the pool's own.
     #[serde(default)]
     pub request_overhead_ms: f64,
+    /// ms added to every engine pass that computes prompt tokens (`prefill_pass_overhead_ms`),
+    /// on top of the pool's own: the serving stack's fixed cost of a prefill pass.
+    #[serde(default)]
+    pub prefill_pass_overhead_ms: f64,
 }
 
 impl Corrections {
@@ -104,6 +110,7 @@ impl Corrections {
         prefill_scale: 1.0,
         decode_scale: 1.0,
         request_overhead_ms: 0.0,
+        prefill_pass_overhead_ms: 0.0,
     };
 
     /// Applies the scales to one pool's engine args, composed with the ratios already set
@@ -123,6 +130,7 @@ impl Corrections {
         e.speedup_ratio = s / self.prefill_scale;
         e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
         e.request_overhead_ms += self.request_overhead_ms;
+        e.prefill_pass_overhead_ms += self.prefill_pass_overhead_ms;
     }
 }
 
@@ -189,6 +197,9 @@ pub struct FamilyCalibration {
     /// ms added to every request's way in (absent in files written before it was fitted: 0).
     #[serde(default)]
     pub request_overhead_ms: f64,
+    /// ms added to every prefill pass (absent in files written before it was fitted: 0).
+    #[serde(default)]
+    pub prefill_pass_overhead_ms: f64,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -204,6 +215,7 @@ impl FamilyCalibration {
             prefill_scale: c.prefill_scale,
             decode_scale: c.decode_scale,
             request_overhead_ms: c.request_overhead_ms,
+            prefill_pass_overhead_ms: c.prefill_pass_overhead_ms,
             fit,
         }
     }
@@ -222,6 +234,7 @@ impl FamilyCalibration {
             prefill_scale: self.prefill_scale,
             decode_scale: self.decode_scale,
             request_overhead_ms: self.request_overhead_ms,
+            prefill_pass_overhead_ms: self.prefill_pass_overhead_ms,
         }
     }
 }
@@ -258,17 +271,26 @@ impl Applied {
     /// A short description for notes (`calibrated h200_sxm vllm M: prefill ×1.18, decode ×0.99`).
     pub fn describe(&self) -> String {
         match self {
-            Applied::Calibrated(f, c) if c.request_overhead_ms != 0.0 => format!(
-                "{f}: prefill time x{}, decode time x{}, request overhead +{} ms",
-                short(c.prefill_scale),
-                short(c.decode_scale),
-                short(c.request_overhead_ms)
-            ),
-            Applied::Calibrated(f, c) => format!(
-                "{f}: prefill time x{}, decode time x{}",
-                short(c.prefill_scale),
-                short(c.decode_scale)
-            ),
+            Applied::Calibrated(f, c) => {
+                let mut s = format!(
+                    "{f}: prefill time x{}, decode time x{}",
+                    short(c.prefill_scale),
+                    short(c.decode_scale)
+                );
+                if c.request_overhead_ms != 0.0 {
+                    s.push_str(&format!(
+                        ", request overhead +{} ms",
+                        short(c.request_overhead_ms)
+                    ));
+                }
+                if c.prefill_pass_overhead_ms != 0.0 {
+                    s.push_str(&format!(
+                        ", prefill pass overhead +{} ms",
+                        short(c.prefill_pass_overhead_ms)
+                    ));
+                }
+                s
+            }
             Applied::NoAicTiming => {
                 "uncalibrated: no AIC timing (the family is AIC's system, backend and model)"
                     .to_string()
@@ -361,12 +383,15 @@ impl CalibrationFile {
                     )));
                 }
             }
-            let o = f.request_overhead_ms;
-            if !(o.is_finite() && (0.0..=3.6e6).contains(&o)) {
-                return Err(InputError::new(format!(
-                    "families[{i}].request_overhead_ms = {o}: expected a number of ms in \
-                     [0, 3600000]"
-                )));
+            for (key, o) in [
+                ("request_overhead_ms", f.request_overhead_ms),
+                ("prefill_pass_overhead_ms", f.prefill_pass_overhead_ms),
+            ] {
+                if !(o.is_finite() && (0.0..=3.6e6).contains(&o)) {
+                    return Err(InputError::new(format!(
+                        "families[{i}].{key} = {o}: expected a number of ms in [0, 3600000]"
+                    )));
+                }
             }
             if let Some(j) = seen.insert(f.family(), i) {
                 return Err(InputError::new(format!(

@@ -26,6 +26,7 @@ fn sample() -> CalibrationFile {
             prefill_scale: 1.18,
             decode_scale: 0.97,
             request_overhead_ms: 0.0,
+            prefill_pass_overhead_ms: 0.0,
         },
         Some(FitRecord {
             rows: vec!["a".into(), "b".into()],
@@ -112,6 +113,7 @@ fn corrections_compose_with_the_ratios_already_set() {
         prefill_scale: 1.25,
         decode_scale: 0.8,
         request_overhead_ms: 0.0,
+        prefill_pass_overhead_ms: 0.0,
     };
     // Unset ratios: prefill divisor 1/1.25, decode divisor 1/0.8.
     let mut e = EngineArgs::default();
@@ -168,6 +170,7 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
         prefill_scale: 2.0,
         decode_scale: 3.0,
         request_overhead_ms: 40.0,
+        prefill_pass_overhead_ms: 0.0,
     };
     f.families
         .push(FamilyCalibration::new(narrow.clone(), c, None));

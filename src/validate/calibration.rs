@@ -57,8 +57,9 @@ pub fn parallelism_of(r: &Recipe) -> Option<String> {
     ))
 }
 
-/// The engine-args keys that give a recipe's pools the time scales `c`, composed with the
-/// `speedup_ratio` and `decode_speedup_ratio` it sets (as [`calibrate::Corrections::apply_to`]).
+/// The engine-args keys that give a recipe's pools the corrections `c`, composed with the
+/// `speedup_ratio`, `decode_speedup_ratio` and overheads it sets (as
+/// [`calibrate::Corrections::apply_to`]).
 pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     let pool = r
         .extra_engine_args
@@ -77,19 +78,25 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
         "decode_speedup_ratio".into(),
         Value::from(d * c.prefill_scale / c.decode_scale),
     );
-    // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
-    // on passes without it).
-    if r.modelled_dispatch {
-        keys.insert("prefill_pass_overhead_ms".into(), Value::from(0.0));
-    }
+    let own = |k: &str| pool.and_then(|p| p.get(k)).and_then(Value::as_f64);
     if c.request_overhead_ms != 0.0 {
-        let own = pool
-            .and_then(|p| p.get("request_overhead_ms"))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
+        let base = own("request_overhead_ms").unwrap_or(0.0);
         keys.insert(
             "request_overhead_ms".into(),
-            Value::from(own + c.request_overhead_ms),
+            Value::from(base + c.request_overhead_ms),
+        );
+    }
+    // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
+    // on passes without it).
+    if r.modelled_dispatch || c.prefill_pass_overhead_ms != 0.0 {
+        let base = if r.modelled_dispatch {
+            0.0
+        } else {
+            own("prefill_pass_overhead_ms").unwrap_or(0.0)
+        };
+        keys.insert(
+            "prefill_pass_overhead_ms".into(),
+            Value::from(base + c.prefill_pass_overhead_ms),
         );
     }
     keys

@@ -12,7 +12,8 @@
 //!   --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
 //!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
-//! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`).
+//! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
+//! * TRT-LLM's batch waiting of [`BatchWaitSettings`] (the `trtllm` object).
 //!
 //! Points read with the command line's deployment flags (AIPerf exports) take them as given.
 
@@ -93,6 +94,54 @@ impl DispatchOverhead {
             (DispatchOverhead::Aic, "vllm", Some(n)) => {
                 // Rounded to µs so the engine_args column reads well.
                 Some((f64::from(n) * VLLM_DISPATCH_MS_PER_LAYER * 1000.0).round() / 1000.0)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// TRT-LLM's batch waiting of table rows (`--batch-wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BatchWaitSettings {
+    /// As InferenceX's launch scripts ran the measured TRT-LLM servers: Llama 70B at ISL/OSL
+    /// 1024/1024 below TP 8 with `batch_wait_timeout_iters: 20` and
+    /// `batch_wait_max_tokens_ratio: 0.9` (their `70b_fp8_*_trt` scripts), every other row
+    /// without.
+    #[default]
+    InferenceX,
+    /// No batch waiting on any row.
+    None,
+}
+
+impl BatchWaitSettings {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "inferencex" => BatchWaitSettings::InferenceX,
+            "none" => BatchWaitSettings::None,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchWaitSettings::InferenceX => "inferencex",
+            BatchWaitSettings::None => "none",
+        }
+    }
+
+    /// The `trtllm` object of a row's pool (`None`: no batch waiting).
+    fn for_row(self, p: &MeasuredPoint, pool: &Parallel) -> Option<Value> {
+        let model = p.model.to_ascii_lowercase();
+        let llama_70b = model.contains("llama") && model.contains("70b");
+        let short = p.workload.isl == 1024 && p.workload.osl == 1024;
+        match self {
+            BatchWaitSettings::InferenceX
+                if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 =>
+            {
+                Some(json!({
+                    "batch_wait_timeout_iters": 20,
+                    "batch_wait_max_tokens_ratio": 0.9,
+                }))
             }
             _ => None,
         }
@@ -564,6 +613,9 @@ fn from_table(
         }
         if let Some(ms) = dispatch {
             set("prefill_pass_overhead_ms", json!(ms));
+        }
+        if let Some(trtllm) = opts.batch_wait.for_row(p, pool) {
+            set("trtllm", trtllm);
         }
         Value::Object(o)
     };

@@ -340,3 +340,36 @@ fn vllm_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
     assert_eq!(DispatchOverhead::parse("aic"), Some(DispatchOverhead::Aic));
     assert_eq!(DispatchOverhead::parse("AIC"), None);
 }
+
+#[test]
+fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
+    let trt = LLAMA.replacen(",vllm,", ",trtllm,", 1);
+    let trtllm_object = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], opts, Some(&catalog())).unwrap();
+        r.extra_engine_args.unwrap().get("trtllm").cloned()
+    };
+    let defaults = Options::default();
+    let t = trtllm_object(&trt, &defaults).expect("batch waiting at TP 2, 1024/1024");
+    assert_eq!(t["batch_wait_timeout_iters"], 20);
+    assert_eq!(t["batch_wait_max_tokens_ratio"], 0.9);
+    // Not at TP 8, not at other lengths, not on other backends (InferenceX's scripts).
+    let tp8 = trt.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1);
+    assert_ne!(tp8, trt);
+    assert!(trtllm_object(&tp8, &defaults).is_none());
+    let long = trt.replacen(",agg,1024,1024,", ",agg,8192,1024,", 1);
+    assert_ne!(long, trt);
+    assert!(trtllm_object(&long, &defaults).is_none());
+    assert!(trtllm_object(LLAMA, &defaults).is_none());
+    // `--batch-wait none`.
+    let none = Options {
+        batch_wait: BatchWaitSettings::None,
+        ..Options::default()
+    };
+    assert!(trtllm_object(&trt, &none).is_none());
+    assert_eq!(
+        BatchWaitSettings::parse("inferencex"),
+        Some(BatchWaitSettings::InferenceX)
+    );
+    assert_eq!(BatchWaitSettings::parse("on"), None);
+}

@@ -3,12 +3,21 @@ use super::*;
 /// A stand-in for the simulation with the property the fit relies on (all times scale with
 /// a common factor) and a shape that depends on the ratio of the two scales: a row's TTFT is
 /// its prefill work plus a queue of decode steps, its TPOT decode steps with some prefill
-/// passes interleaved.
+/// passes interleaved; a pass overhead is paid by the prefill passes a request waits for and by
+/// those interleaved with its decode steps.
 #[derive(Clone)]
 struct Toy {
     /// Per row: (prefill ms, queued decode ms, decode ms, interleaved prefill ms).
     rows: Vec<(f64, f64, f64, f64)>,
     calls: usize,
+}
+
+impl Toy {
+    /// Per row: (prefill passes before the first token, prefill passes per output token).
+    fn passes(r: usize) -> (f64, f64) {
+        let x = r as f64;
+        (1.0 + (x % 4.0), 0.01 + 0.02 * (x % 3.0))
+    }
 }
 
 impl Toy {
@@ -29,9 +38,11 @@ impl Toy {
 
     fn times(&self, r: usize, c: Corrections) -> (f64, f64) {
         let (p, q, d, e) = self.rows[r];
+        let (n, f) = Toy::passes(r);
+        let pass = c.prefill_pass_overhead_ms;
         (
-            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms,
-            d * c.decode_scale + e * c.prefill_scale,
+            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms + n * pass,
+            d * c.decode_scale + e * c.prefill_scale + f * pass,
         )
     }
 
@@ -63,12 +74,13 @@ fn recovers_known_scales_on_the_lattice_exactly() {
         prefill_scale: 0.8 * 0.375f64.exp2(),
         decode_scale: 0.8,
         request_overhead_ms: 0.0,
+        prefill_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
     let rows: Vec<usize> = (0..30).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::SCALES).unwrap();
     assert!(
         close(f.corrections.prefill_scale, truth.prefill_scale, 1e-9),
         "{f:?}"
@@ -89,12 +101,13 @@ fn recovers_off_lattice_scales_within_the_finest_step() {
             prefill_scale: a,
             decode_scale: b,
             request_overhead_ms: 0.0,
+            prefill_pass_overhead_ms: 0.0,
         };
         let mut toy = Toy::new(24);
         let targets = toy.targets(truth);
         let rows: Vec<usize> = (0..24).collect();
         let mut memo = Memo::new(&mut toy);
-        let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+        let f = fit(&mut memo, &targets, &rows, Fit::SCALES).unwrap();
         let ratio = f.corrections.prefill_scale / f.corrections.decode_scale;
         assert!(close(ratio, a / b, half_step), "truth {a}/{b}: {f:?}");
         assert!(close(f.corrections.decode_scale, b, half_step), "{f:?}");
@@ -112,12 +125,13 @@ fn the_grid_widens_when_the_ratio_is_far_out() {
         prefill_scale: 8.0,
         decode_scale: 1.0,
         request_overhead_ms: 0.0,
+        prefill_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(12);
     let targets = toy.targets(truth);
     let rows: Vec<usize> = (0..12).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::SCALES).unwrap();
     assert!(close(f.corrections.prefill_scale, 8.0, 1e-9), "{f:?}");
 }
 
@@ -144,7 +158,7 @@ fn the_memo_simulates_each_point_once() {
         &targets,
         &order,
         Scheme::FitOnOne { folds: 3 },
-        Fit::Scales,
+        Fit::SCALES,
     )
     .unwrap();
     let sims = memo.simulations;
@@ -181,7 +195,7 @@ fn cross_validation_sees_errors_a_fit_on_all_rows_hides() {
         &targets,
         &order,
         Scheme::LeaveOneOut,
-        Fit::Scales,
+        Fit::SCALES,
     )
     .unwrap();
     assert_eq!(loo.folds, 12);
@@ -192,7 +206,7 @@ fn cross_validation_sees_errors_a_fit_on_all_rows_hides() {
         &targets,
         &order,
         Scheme::FitOnRest { folds: 3 },
-        Fit::Scales,
+        Fit::SCALES,
     )
     .unwrap();
     assert_eq!(rest.errors.n, 12);
@@ -222,17 +236,17 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
         3
     ];
     let mut memo = Memo::new(&mut sim);
-    let f = fit(&mut memo, &targets, &[0, 1, 2], Fit::Scales).unwrap();
+    let f = fit(&mut memo, &targets, &[0, 1, 2], Fit::SCALES).unwrap();
     assert!(close(f.corrections.prefill_scale, prefill, 1e-9), "{f:?}");
     assert!(close(f.corrections.decode_scale, 0.9, 1e-9), "{f:?}");
-    assert!(fit(&mut memo, &targets, &[1], Fit::Scales).is_none());
-    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut, Fit::Scales).is_none());
+    assert!(fit(&mut memo, &targets, &[1], Fit::SCALES).is_none());
+    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut, Fit::SCALES).is_none());
     assert!(cross_validate(
         &mut memo,
         &targets,
         &[0, 2],
         Scheme::FitOnOne { folds: 3 },
-        Fit::Scales
+        Fit::SCALES
     )
     .is_none());
     // Folds whose held-out rows all fail give no figure at all, never a 0 % error: rows 0 and
@@ -242,7 +256,7 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
         &targets,
         &[0, 1],
         Scheme::FitOnOne { folds: 2 },
-        Fit::Scales
+        Fit::SCALES
     )
     .is_none());
     let preds = memo.predict(&[0, 1, 2], Corrections::NONE);
@@ -272,21 +286,68 @@ fn recovers_a_request_overhead_with_the_scales() {
         prefill_scale: 1.2 * 0.25f64.exp2(),
         decode_scale: 1.2,
         request_overhead_ms: 25.0,
+        prefill_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
     let rows: Vec<usize> = (0..30).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows, Fit::ScalesAndOverhead).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
     let c = f.corrections;
     assert!(close(c.prefill_scale, truth.prefill_scale, 1e-6), "{f:?}");
     assert!(close(c.decode_scale, truth.decode_scale, 1e-6), "{f:?}");
     assert!((c.request_overhead_ms - 25.0).abs() < 1e-3, "{f:?}");
     assert!(f.objective < 1e-6, "{f:?}");
     // Scales alone cannot express the overhead: a worse fit on the same rows.
-    let g = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES).unwrap();
     assert_eq!(g.corrections.request_overhead_ms, 0.0);
     assert!(g.objective > f.objective + 0.01, "{g:?} vs {f:?}");
+}
+
+#[test]
+fn recovers_a_pass_overhead_with_the_scales() {
+    // Ratio and pass overhead on their lattices (16 ms at decode scale 1 is 2^(16/4)): the
+    // coordinate descent finds them, with the common scale applied to the overhead too.
+    let k = 1.3;
+    let truth = Corrections {
+        prefill_scale: k * 0.5f64.exp2(),
+        decode_scale: k,
+        request_overhead_ms: 0.0,
+        prefill_pass_overhead_ms: 16.0 * k,
+    };
+    let mut toy = Toy::new(30);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..30).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows, Fit::ALL).unwrap();
+    let c = f.corrections;
+    assert!(close(c.prefill_scale, truth.prefill_scale, 1e-6), "{f:?}");
+    assert!(close(c.decode_scale, truth.decode_scale, 1e-6), "{f:?}");
+    assert!(close(c.prefill_pass_overhead_ms, 16.0 * k, 1e-6), "{f:?}");
+    assert!(c.request_overhead_ms.abs() < 1e-3, "{f:?}");
+    assert!(f.objective < 1e-6, "{f:?}");
+    // Without it, the request overhead and the scales cannot express it.
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
+    assert_eq!(g.corrections.prefill_pass_overhead_ms, 0.0);
+    assert!(g.objective > f.objective + 0.01, "{g:?} vs {f:?}");
+}
+
+#[test]
+fn no_pass_overhead_when_the_data_has_none() {
+    // Rows a scale alone explains: the pass overhead's probes lose to none, and the fit is the
+    // one without them.
+    let truth = Corrections {
+        prefill_scale: 0.9,
+        decode_scale: 0.9,
+        ..Corrections::NONE
+    };
+    let mut toy = Toy::new(24);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..24).collect();
+    let mut memo = Memo::new(&mut toy);
+    let f = fit(&mut memo, &targets, &rows, Fit::ALL).unwrap();
+    assert_eq!(f.corrections.prefill_pass_overhead_ms, 0.0, "{f:?}");
+    assert!(f.objective < 1e-6, "{f:?}");
 }
 
 #[test]
@@ -300,9 +361,9 @@ fn the_overhead_is_never_negative() {
     }
     let rows: Vec<usize> = (0..20).collect();
     let mut memo = Memo::new(&mut toy);
-    let f = fit(&mut memo, &targets, &rows, Fit::ScalesAndOverhead).unwrap();
+    let f = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
     assert!(f.corrections.request_overhead_ms.abs() < 1e-9, "{f:?}");
-    let g = fit(&mut memo, &targets, &rows, Fit::Scales).unwrap();
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES).unwrap();
     assert!(f.objective <= g.objective + 1e-6, "{f:?} vs {g:?}");
 }
 
