@@ -292,14 +292,13 @@ fn pool(
         ));
     }
     let kv_events = kv && (prefix || engine == Engine::Sglang);
-    let wait = &e["batch_wait"];
-    let batch_wait = match (
-        u64_of(wait, "timeout_iters"),
-        wait["max_tokens_ratio"].as_f64(),
-    ) {
-        (None, None) => None,
-        (iters, ratio) => Some((iters.unwrap_or(0), ratio.unwrap_or(0.0))),
-    };
+    // Serialised only when on, with both settings.
+    let batch_wait = e.get("batch_wait").map(|w| {
+        (
+            u64_of(w, "timeout_iters").unwrap_or(0),
+            w["max_tokens_ratio"].as_f64().unwrap_or(0.0),
+        )
+    });
     let st = Settings {
         role,
         tp,

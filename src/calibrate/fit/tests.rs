@@ -18,9 +18,7 @@ impl Toy {
         let x = r as f64;
         (1.0 + (x % 4.0), 0.01 + 0.02 * (x % 3.0))
     }
-}
 
-impl Toy {
     fn new(n: usize) -> Self {
         let rows = (0..n)
             .map(|i| {
