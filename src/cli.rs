@@ -175,11 +175,17 @@ pub struct MeasuredOptions {
     /// rows with FP8/FP4 weights, the model's default otherwise; model, fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
-    /// Table rows: TRT-LLM's batch waiting (inferencex = as InferenceX's launch scripts ran the
-    /// measured servers: batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio 0.9 for
-    /// Llama 70B at ISL/OSL 1024/1024 below TP 8, off otherwise; none = off everywhere).
-    #[arg(long, default_value = "inferencex", value_name = "SETTINGS")]
-    pub batch_wait: String,
+    /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
+    /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
+    /// below TP 8, SGLang's scheduler receive interval for Qwen3.5 on B200 and B300; none = the
+    /// engines' defaults everywhere).
+    #[arg(
+        long,
+        alias = "batch-wait",
+        default_value = "inferencex",
+        value_name = "SETTINGS"
+    )]
+    pub launch_settings: String,
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,

@@ -319,30 +319,49 @@ router_mode: kv_router
 
 #[test]
 fn trtllm_batch_waiting_is_a_launch_setting() {
-    let _serial = serial();
-    let tmp = tempfile::tempdir().unwrap();
-    let spec = r#"
-name: wait
-workload: {input_tokens: 200, output_tokens: 10, request_count: 30, replay_concurrency: 4}
-engine:
-  engine_type: trtllm
+    let yaml = deployed_engine(
+        "engine_type: trtllm
   block_size: 32
   num_gpu_blocks: 2048
-  trtllm: {batch_wait_timeout_iters: 20, batch_wait_max_tokens_ratio: 0.9}
-grid:
-  num_workers: [1]
-"#;
-    let out = sweep(spec, tmp.path(), "wait");
-    let d = tmp.path().join("p0");
-    deploy_ok(&[out.to_str().unwrap(), "-o", d.to_str().unwrap()]);
-    let dep = check_folder(&d);
-    check_run_args(&dep, tmp.path());
-    let yaml = std::fs::read_to_string(d.join("deployment.yaml")).unwrap();
+  trtllm: {batch_wait_timeout_iters: 20, batch_wait_max_tokens_ratio: 0.9}",
+    );
     assert!(
         yaml.contains("\"batch_wait_timeout_iters\":20")
             && yaml.contains("\"batch_wait_max_tokens_ratio\":0.9"),
         "{yaml}"
     );
+}
+
+#[test]
+fn sglang_receive_interval_is_a_launch_setting() {
+    let yaml = deployed_engine(
+        "engine_type: sglang
+  num_gpu_blocks: 65536
+  sglang: {scheduler_recv_interval: 30}",
+    );
+    assert!(yaml.contains("--scheduler-recv-interval"), "{yaml}");
+}
+
+/// Sweeps a one-point spec with this `engine:` block, deploys the point (checked like every
+/// deployment) and returns the deployment's CRD.
+fn deployed_engine(engine: &str) -> String {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "name: launch
+workload: {{input_tokens: 200, output_tokens: 10, request_count: 30, replay_concurrency: 4}}
+engine:
+  {engine}
+grid:
+  num_workers: [1]
+"
+    );
+    let out = sweep(&spec, tmp.path(), "launch");
+    let d = tmp.path().join("p0");
+    deploy_ok(&[out.to_str().unwrap(), "-o", d.to_str().unwrap()]);
+    let dep = check_folder(&d);
+    check_run_args(&dep, tmp.path());
+    std::fs::read_to_string(d.join("deployment.yaml")).unwrap()
 }
 
 #[test]

@@ -424,6 +424,12 @@ fn parse_sglang(
     )? {
         g.schedule_conservativeness = c;
     }
+    if let Some(n) = s.non_null(
+        "scheduler_recv_interval",
+        s.int("scheduler_recv_interval", 1, u64::from(u32::MAX))?,
+    )? {
+        g.scheduler_recv_interval = n as u32;
+    }
     if s.contains("chunked_prefill_size")
         && !g
             .chunked_prefill_size
@@ -975,6 +981,16 @@ mod tests {
         );
         assert_eq!(a.sglang.clip_max_new_tokens, 256);
         assert_eq!(a.sglang.schedule_conservativeness, 1.5);
+        // dynosim's --scheduler-recv-interval: 1 (every pass) unless set, and then recorded.
+        assert_eq!(a.sglang.scheduler_recv_interval, 1);
+        let record = serde_json::to_value(&a.sglang).unwrap();
+        assert!(record.get("scheduler_recv_interval").is_none());
+        let a = ok(json!({"engine_type": "sglang", "sglang": {"scheduler_recv_interval": 30}}));
+        assert_eq!(a.sglang.scheduler_recv_interval, 30);
+        let record = serde_json::to_value(&a.sglang).unwrap();
+        assert_eq!(record["scheduler_recv_interval"], 30);
+        let e = err(json!({"engine_type": "sglang", "sglang": {"scheduler_recv_interval": 0}}));
+        assert!(e.contains("scheduler_recv_interval"), "{e}");
         let a = ok(json!({"engine_type": "sglang", "sglang": {"schedule_policy": "fcfs"}}));
         assert_eq!(a.sglang.schedule_policy, SchedulePolicy::Fifo);
         assert!(a.warnings().is_empty());

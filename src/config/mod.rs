@@ -94,6 +94,18 @@ pub struct SglangArgs {
     pub clip_max_new_tokens: u64,
     /// Scales the initial `new_token_ratio` (0.7); not range-checked, like DynoSim.
     pub schedule_conservativeness: f64,
+    /// SGLang's `--scheduler-recv-interval` (dynosim's; DynoSim ignores it): while the batch
+    /// decodes, new requests are taken in once every this many decode passes (1: every pass).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scheduler_recv_interval: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for SglangArgs {
@@ -104,6 +116,7 @@ impl Default for SglangArgs {
             chunked_prefill_size: 8192,
             clip_max_new_tokens: 4096,
             schedule_conservativeness: 1.0,
+            scheduler_recv_interval: 1,
         }
     }
 }

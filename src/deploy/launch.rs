@@ -427,6 +427,9 @@ fn sglang_args(st: &Settings, sg: &Value, model: &str) -> Vec<String> {
     if let Some(c) = sg["schedule_conservativeness"].as_f64() {
         push(&mut a, "--schedule-conservativeness", c);
     }
+    if let Some(n) = sg["scheduler_recv_interval"].as_u64() {
+        push(&mut a, "--scheduler-recv-interval", n);
+    }
     if st.role != Role::Aggregated {
         push(&mut a, "--disaggregation-mode", st.role.name());
         push(&mut a, "--disaggregation-transfer-backend", "nixl");

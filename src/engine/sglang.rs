@@ -78,6 +78,52 @@ struct Handoffs {
     held: FxHashMap<u32, u32>,
 }
 
+/// SGLang's scheduler receive counter (`--scheduler-recv-interval`): a pass adds the weight of
+/// the previous pass's forward mode (1 for decode, far more than any interval for prefill), and
+/// the scheduler receives when the count reaches the interval, which resets it.
+#[derive(Debug, Clone, Copy)]
+struct RecvSkipper {
+    interval: u32,
+    count: u32,
+    /// The weight of the previous pass (the first pass receives).
+    last_weight: u32,
+}
+
+/// SGLang's weight of a pass that was not a decode (its default weight).
+const RECV_WEIGHT_EXTEND: u32 = 1000;
+
+impl RecvSkipper {
+    fn new(interval: u32) -> Self {
+        RecvSkipper {
+            interval: interval.max(1),
+            count: 0,
+            last_weight: RECV_WEIGHT_EXTEND,
+        }
+    }
+
+    /// Whether receives are skipped at all (an interval above 1).
+    fn skips(self) -> bool {
+        self.interval > 1
+    }
+
+    /// A pass starts: counts the previous one; true when the scheduler receives (always on an
+    /// idle engine).
+    fn tick(&mut self, idle: bool) -> bool {
+        self.count = self.count.saturating_add(self.last_weight);
+        if idle || self.count >= self.interval {
+            self.count = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records the forward mode of the pass just formed: with a prefill or only decode.
+    fn last_pass(&mut self, prefilled: bool) {
+        self.last_weight = if prefilled { RECV_WEIGHT_EXTEND } else { 1 };
+    }
+}
+
 /// One SGLang engine instance.
 #[derive(Debug)]
 pub struct SglangEngine<M: LatencyModel> {
@@ -90,6 +136,10 @@ pub struct SglangEngine<M: LatencyModel> {
     waiting: VecDeque<u32>,
     running: Vec<u32>,
     new_token_ratio: f64,
+    /// `--scheduler-recv-interval`: requests that reached the engine but that the scheduler has
+    /// not taken in yet, and its receive counter (see [`SglangEngine::receive`]).
+    inbox: VecDeque<u32>,
+    recv: RecvSkipper,
     /// Router view: how many pages hold each shareable content id, and the pending events.
     record_events: bool,
     page_refs: FxHashMap<u32, u32>,
@@ -139,6 +189,8 @@ impl<M: LatencyModel> SglangEngine<M> {
             free_reqs: Vec::new(),
             waiting: VecDeque::new(),
             running: Vec::new(),
+            inbox: VecDeque::new(),
+            recv: RecvSkipper::new(g.scheduler_recv_interval),
             record_events: record_kv_events,
             page_refs: FxHashMap::default(),
             events: Vec::new(),
@@ -162,11 +214,14 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     pub fn has_work(&self) -> bool {
-        !self.waiting.is_empty() || !self.running.is_empty() || !self.prebuilt.is_empty()
+        !self.waiting.is_empty()
+            || !self.running.is_empty()
+            || !self.prebuilt.is_empty()
+            || !self.inbox.is_empty()
     }
 
     pub fn num_waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.inbox.len()
     }
 
     pub fn has_events(&self) -> bool {
@@ -177,10 +232,28 @@ impl<M: LatencyModel> SglangEngine<M> {
         self.events.drain(..)
     }
 
-    /// Queues a new request.
+    /// Queues a new request (in the inbox when the scheduler skips receives).
     pub fn enqueue(&mut self, req: u32, input: u32, max_output: u32) {
         let slot = self.new_slot(req, input, max_output);
-        self.waiting.push_back(slot);
+        if self.recv.skips() {
+            self.inbox.push_back(slot);
+        } else {
+            self.waiting.push_back(slot);
+        }
+    }
+
+    /// The scheduler's receive at the start of a pass (SGLang's `SchedulerRecvSkipper`): the
+    /// pass counts for its forward mode, and when the count reaches the interval the requests
+    /// that reached the engine join the waiting queue. An idle engine receives at once (its
+    /// idle loop spins through the interval in no time).
+    fn receive(&mut self) {
+        if !self.recv.skips() {
+            return;
+        }
+        let idle = self.running.is_empty() && self.waiting.is_empty() && self.prebuilt.is_empty();
+        if self.recv.tick(idle) {
+            self.waiting.extend(self.inbox.drain(..));
+        }
     }
 
     fn new_slot(&mut self, req: u32, input: u32, max_output: u32) -> u32 {
@@ -559,6 +632,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             self.running.push(slot);
         }
         let fresh_admission = self.prebuilt.is_empty() && !self.pending_destinations;
+        self.receive();
         self.order_waiting(prompts);
 
         // 1. Batch formation (breadth §1.4).
@@ -656,6 +730,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         if batch > 0 {
             out.progressed = true;
         }
+        self.recv.last_pass(batch > 0);
         // A partly prefilled request caches what it has and goes back to the queue's front.
         for &slot in &can_run {
             let r = &self.reqs[slot as usize];
@@ -795,7 +870,11 @@ impl<M: LatencyModel> SglangEngine<M> {
     /// (at least 2), or `None` when the next pass differs.
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
-        if !self.waiting.is_empty() || self.running.is_empty() || !self.prebuilt.is_empty() {
+        if !self.waiting.is_empty()
+            || self.running.is_empty()
+            || !self.prebuilt.is_empty()
+            || !self.inbox.is_empty()
+        {
             return None;
         }
         let page = self.s.page;
@@ -854,6 +933,9 @@ impl<M: LatencyModel> SglangEngine<M> {
             let ok = self.cache.alloc(growth);
             debug_assert!(ok, "stride allocation failed");
             self.new_token_ratio = (self.new_token_ratio - self.s.ratio_step).max(self.s.min_ratio);
+            // Each pass starts with a receive, with nothing to take in.
+            self.recv.tick(false);
+            self.recv.last_pass(false);
             self.decode_tokens(prompts, out, false);
         }
         // Completions happen only in the last pass; a finished request's slot keeps its counts
@@ -951,6 +1033,67 @@ mod tests {
             e.cache.available_pages() as u64 + e.cache.evictable_pages(),
             16384
         );
+    }
+
+    /// The pass (1-based, counted from the first request's) that admits a second request
+    /// enqueued after `before` passes, with `--scheduler-recv-interval` `interval`; the first
+    /// `stride` decode passes after the first pass go through `apply_stride`.
+    fn admitting_pass(interval: u32, before: u32, stride: u32) -> u32 {
+        let mut a = args(100_000, 1);
+        a.sglang.scheduler_recv_interval = interval;
+        let mut e = SglangEngine::new(&a, Polynomial, false);
+        let prompts = PromptBlocks::from_lists(1, &[&[], &[]]);
+        let mut out = PassOutput::default();
+        e.enqueue(0, 16, 500);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
+        let mut pass = 1;
+        if stride > 0 {
+            let mut durations = Vec::new();
+            assert!(e.plan_stride(stride, &mut durations).is_some());
+            e.apply_stride(stride, &prompts, &mut out);
+            pass += stride;
+        }
+        while pass < before {
+            e.step(&prompts, &mut out);
+            pass += 1;
+        }
+        e.enqueue(1, 16, 10);
+        assert_eq!(e.num_waiting(), 1);
+        let mut durations = Vec::new();
+        assert!(e.plan_stride(10, &mut durations).is_none() || interval == 1);
+        loop {
+            e.step(&prompts, &mut out);
+            pass += 1;
+            if out.admitted.iter().any(|&(r, _)| r == 1) {
+                return pass;
+            }
+            assert!(pass < 1000, "never admitted");
+        }
+    }
+
+    #[test]
+    fn scheduler_recv_interval_takes_new_requests_in_every_n_decode_passes() {
+        // Every pass receives by default.
+        assert_eq!(admitting_pass(1, 2, 0), 3);
+        // Pass 1 prefills, so pass 2 receives; then passes 3, 4, ... count 1, 2, ... and the
+        // count reaches 10 at pass 12.
+        assert_eq!(admitting_pass(10, 2, 0), 12);
+        assert_eq!(admitting_pass(10, 11, 0), 12);
+        assert_eq!(admitting_pass(10, 12, 0), 22);
+        // A stride of decode passes counts like the passes one by one.
+        assert_eq!(admitting_pass(10, 12, 5), 22);
+        assert_eq!(admitting_pass(10, 7, 5), 12);
+        // An idle engine takes a request in at once.
+        let mut a = args(100_000, 1);
+        a.sglang.scheduler_recv_interval = 30;
+        let mut e = SglangEngine::new(&a, Polynomial, false);
+        let prompts = PromptBlocks::from_lists(1, &[&[]]);
+        let mut out = PassOutput::default();
+        e.enqueue(0, 16, 2);
+        assert!(e.has_work());
+        e.step(&prompts, &mut out);
+        assert_eq!(out.admitted, vec![(0, 0)]);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
 //! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
-//! * TRT-LLM's batch waiting of [`BatchWaitSettings`] (the `trtllm` object).
+//! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting (the `trtllm`
+//!   object) and SGLang's receive interval (the `sglang` object).
 //!
 //! Points read with the command line's deployment flags (AIPerf exports) take them as given.
 
@@ -100,42 +101,46 @@ impl DispatchOverhead {
     }
 }
 
-/// TRT-LLM's batch waiting of table rows (`--batch-wait`).
+/// The scheduler settings of the servers that measured table rows (`--launch-settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BatchWaitSettings {
-    /// As InferenceX's launch scripts ran the measured TRT-LLM servers: Llama 70B at ISL/OSL
-    /// 1024/1024 below TP 8 with `batch_wait_timeout_iters: 20` and
-    /// `batch_wait_max_tokens_ratio: 0.9` (their `70b_fp8_*_trt` scripts), every other row
-    /// without.
+pub enum LaunchSettings {
+    /// As InferenceX's launch scripts ran the measured servers:
+    /// * TRT-LLM, Llama 70B at ISL/OSL 1024/1024 below TP 8: `batch_wait_timeout_iters: 20`
+    ///   and `batch_wait_max_tokens_ratio: 0.9` (their `70b_fp8_*_trt` scripts);
+    /// * SGLang, Qwen3.5: `--scheduler-recv-interval` 30 at concurrency 16 and above and 10
+    ///   below on B200 (FP8 and BF16; 30 with FP4 weights), 10 on B300 with FP8 weights (their
+    ///   `qwen3.5_*_{b200,b300}` scripts; the H200 script sets none);
+    ///
+    /// every other row with the engines' defaults.
     #[default]
     InferenceX,
-    /// No batch waiting on any row.
+    /// The engines' defaults on every row (no batch waiting, a receive every pass).
     None,
 }
 
-impl BatchWaitSettings {
+impl LaunchSettings {
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
-            "inferencex" => BatchWaitSettings::InferenceX,
-            "none" => BatchWaitSettings::None,
+            "inferencex" => LaunchSettings::InferenceX,
+            "none" => LaunchSettings::None,
             _ => return None,
         })
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            BatchWaitSettings::InferenceX => "inferencex",
-            BatchWaitSettings::None => "none",
+            LaunchSettings::InferenceX => "inferencex",
+            LaunchSettings::None => "none",
         }
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting).
-    fn for_row(self, p: &MeasuredPoint, pool: &Parallel) -> Option<Value> {
+    fn trtllm(self, p: &MeasuredPoint, pool: &Parallel) -> Option<Value> {
         let model = p.model.to_ascii_lowercase();
         let llama_70b = model.contains("llama") && model.contains("70b");
         let short = p.workload.isl == 1024 && p.workload.osl == 1024;
         match self {
-            BatchWaitSettings::InferenceX
+            LaunchSettings::InferenceX
                 if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 =>
             {
                 Some(json!({
@@ -145,6 +150,30 @@ impl BatchWaitSettings {
             }
             _ => None,
         }
+    }
+
+    /// The `sglang` object of a row's pool (`None`: SGLang's default receive interval, 1).
+    fn sglang(self, p: &MeasuredPoint, gemm_quant: &str) -> Option<Value> {
+        if self == LaunchSettings::None
+            || p.backend != "sglang"
+            || !p.model.to_ascii_lowercase().contains("qwen3.5")
+        {
+            return None;
+        }
+        let by_concurrency = if p.workload.concurrency.unwrap_or(0) >= 16 {
+            30
+        } else {
+            10
+        };
+        let fp4 = gemm_quant.contains("fp4");
+        let interval = match p.system.as_str() {
+            "b200_sxm" if fp4 => 30,
+            "b200_sxm" => by_concurrency,
+            "b300_sxm" if gemm_quant.starts_with("fp8") => 10,
+            "b300_sxm" if !fp4 => by_concurrency,
+            _ => return None,
+        };
+        Some(json!({ "scheduler_recv_interval": interval }))
     }
 }
 
@@ -614,8 +643,11 @@ fn from_table(
         if let Some(ms) = dispatch {
             set("prefill_pass_overhead_ms", json!(ms));
         }
-        if let Some(trtllm) = opts.batch_wait.for_row(p, pool) {
+        if let Some(trtllm) = opts.launch.trtllm(p, pool) {
             set("trtllm", trtllm);
+        }
+        if let Some(sglang) = opts.launch.sglang(p, &t.gemm_quant) {
+            set("sglang", sglang);
         }
         Value::Object(o)
     };

@@ -31,7 +31,7 @@ pub(crate) mod points;
 pub(crate) mod simulate;
 pub(crate) mod summary;
 
-pub use deployment::{AicCatalog, BatchWaitSettings, DispatchOverhead, KvCacheDtype, Recipe};
+pub use deployment::{AicCatalog, DispatchOverhead, KvCacheDtype, LaunchSettings, Recipe};
 pub use output::{run as run_command, ValidateOutcome};
 pub use points::{
     read_inputs, Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment,
@@ -55,8 +55,8 @@ pub struct Options {
     pub kv_cache_dtype: KvCacheDtype,
     /// The dispatch cost of prefill passes of table rows (`--dispatch-overhead`).
     pub dispatch_overhead: DispatchOverhead,
-    /// TRT-LLM's batch waiting of table rows (`--batch-wait`).
-    pub batch_wait: BatchWaitSettings,
+    /// The scheduler settings of table rows' servers (`--launch-settings`).
+    pub launch: LaunchSettings,
     /// `max_num_batched_tokens` of table rows (the measured servers' 8192).
     pub max_num_batched_tokens: u64,
     /// `--seed` of every run (router tie-breaking) and `--arrival-seed` (lengths, arrivals).
@@ -72,7 +72,7 @@ impl Default for Options {
             random_range_ratio: 0.8,
             kv_cache_dtype: KvCacheDtype::Auto,
             dispatch_overhead: DispatchOverhead::Aic,
-            batch_wait: BatchWaitSettings::InferenceX,
+            launch: LaunchSettings::InferenceX,
             max_num_batched_tokens: 8192,
             seed: 42,
             jobs: None,

@@ -7,7 +7,7 @@
 //! created, and the files are written under temporary names and renamed into place only when
 //! all three are written (a failure removes them, and the folder when it was created here).
 
-use super::deployment::{BatchWaitSettings, DispatchOverhead, KvCacheDtype};
+use super::deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings};
 use super::points::{read_inputs, FlagDeployment, MeasuredPoint};
 use super::summary::{render, summarize, GroupSummary};
 use super::{Corrections, Options, PointResult, Validator};
@@ -53,10 +53,10 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.dispatch_overhead
         ))
     })?;
-    let batch_wait = BatchWaitSettings::parse(&args.options.batch_wait).ok_or_else(|| {
+    let launch = LaunchSettings::parse(&args.options.launch_settings).ok_or_else(|| {
         InputError::new(format!(
-            "--batch-wait must be inferencex or none, got {:?}",
-            args.options.batch_wait
+            "--launch-settings must be inferencex or none, got {:?}",
+            args.options.launch_settings
         ))
     })?;
     if args.options.jobs == Some(0) {
@@ -67,7 +67,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         random_range_ratio: r,
         kv_cache_dtype: kv,
         dispatch_overhead: dispatch,
-        batch_wait,
+        launch,
         max_num_batched_tokens: 8192,
         seed: args.options.seed,
         jobs: args.options.jobs,
@@ -348,7 +348,7 @@ pub fn json_text(
             "random_range_ratio": opts.random_range_ratio,
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
             "dispatch_overhead": format!("{:?}", opts.dispatch_overhead).to_ascii_lowercase(),
-            "batch_wait": opts.batch_wait.name(),
+            "launch_settings": opts.launch.name(),
             "max_num_batched_tokens": opts.max_num_batched_tokens,
             "seed": opts.seed,
         },

@@ -342,6 +342,56 @@ fn vllm_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
 }
 
 #[test]
+fn sglang_qwen35_rows_get_inferencexs_scheduler_receive_interval() {
+    let mut aic = catalog();
+    let h200 = aic.databases["h200_sxm"].clone();
+    for system in ["b200_sxm", "b300_sxm"] {
+        aic.databases.insert(system.to_string(), h200.clone());
+    }
+    aic.models.push("Qwen/Qwen3.5-397B-A17B".to_string());
+    let sglang_object = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], opts, Some(&aic)).unwrap();
+        r.extra_engine_args.unwrap().get("sglang").cloned()
+    };
+    let qwen = LLAMA
+        .replacen(",vllm,", ",sglang,", 1)
+        .replacen("meta-llama/Llama-3.1-70B", "Qwen/Qwen3.5-397B-A17B", 1)
+        .replacen(",h200_sxm,", ",b200_sxm,", 1);
+    let defaults = Options::default();
+    // B200: 30 at concurrency 16 and above, 10 below (the row's concurrency is 16).
+    let s = sglang_object(&qwen, &defaults).expect("a receive interval on B200");
+    assert_eq!(s["scheduler_recv_interval"], 30);
+    let c8 = qwen.replacen(",fp8,fp8,16,", ",fp8,fp8,8,", 1).replacen(
+        "silicon_concurrency=16",
+        "silicon_concurrency=8",
+        1,
+    );
+    assert_ne!(c8, qwen);
+    assert_eq!(
+        sglang_object(&c8, &defaults).unwrap()["scheduler_recv_interval"],
+        10
+    );
+    // B300 with FP8 weights: 10; H200: SGLang's default (every pass); not on other models.
+    let b300 = qwen.replacen(",b200_sxm,", ",b300_sxm,", 1);
+    assert_eq!(
+        sglang_object(&b300, &defaults).unwrap()["scheduler_recv_interval"],
+        10
+    );
+    let h200 = qwen.replacen(",b200_sxm,", ",h200_sxm,", 1);
+    assert!(sglang_object(&h200, &defaults).is_none());
+    let llama = LLAMA
+        .replacen(",vllm,", ",sglang,", 1)
+        .replacen(",h200_sxm,", ",b200_sxm,", 1);
+    assert!(sglang_object(&llama, &defaults).is_none());
+    let none = Options {
+        launch: LaunchSettings::None,
+        ..Options::default()
+    };
+    assert!(sglang_object(&qwen, &none).is_none());
+}
+
+#[test]
 fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
     let trt = LLAMA.replacen(",vllm,", ",trtllm,", 1);
     let trtllm_object = |row: &str, opts: &Options| {
@@ -361,15 +411,15 @@ fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
     assert_ne!(long, trt);
     assert!(trtllm_object(&long, &defaults).is_none());
     assert!(trtllm_object(LLAMA, &defaults).is_none());
-    // `--batch-wait none`.
+    // `--launch-settings none`.
     let none = Options {
-        batch_wait: BatchWaitSettings::None,
+        launch: LaunchSettings::None,
         ..Options::default()
     };
     assert!(trtllm_object(&trt, &none).is_none());
     assert_eq!(
-        BatchWaitSettings::parse("inferencex"),
-        Some(BatchWaitSettings::InferenceX)
+        LaunchSettings::parse("inferencex"),
+        Some(LaunchSettings::InferenceX)
     );
-    assert_eq!(BatchWaitSettings::parse("on"), None);
+    assert_eq!(LaunchSettings::parse("on"), None);
 }
