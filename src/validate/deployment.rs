@@ -108,8 +108,9 @@ pub enum LaunchSettings {
     /// * TRT-LLM, Llama 70B at ISL/OSL 1024/1024 below TP 8: `batch_wait_timeout_iters: 20`
     ///   and `batch_wait_max_tokens_ratio: 0.9` (their `70b_fp8_*_trt` scripts);
     /// * SGLang, Qwen3.5: `--scheduler-recv-interval` 30 at concurrency 16 and above and 10
-    ///   below on B200 (FP8 and BF16; 30 with FP4 weights), 10 on B300 with FP8 weights (their
-    ///   `qwen3.5_*_{b200,b300}` scripts; the H200 script sets none);
+    ///   below on B200 (FP8 and BF16; 30 with FP4 weights), on B300 10 with FP8 weights and as
+    ///   on B200 with BF16 (their `qwen3.5_*_{b200,b300}` scripts; the B300 FP4 and H200
+    ///   scripts set none);
     ///
     /// every other row with the engines' defaults.
     #[default]

@@ -378,6 +378,12 @@ fn sglang_qwen35_rows_get_inferencexs_scheduler_receive_interval() {
         sglang_object(&b300, &defaults).unwrap()["scheduler_recv_interval"],
         10
     );
+    let b300_bf16 = b300.replacen(",fp8,fp8,16,", ",,,16,", 1);
+    assert_ne!(b300_bf16, b300);
+    assert_eq!(
+        sglang_object(&b300_bf16, &defaults).unwrap()["scheduler_recv_interval"],
+        30
+    );
     let h200 = qwen.replacen(",b200_sxm,", ",h200_sxm,", 1);
     assert!(sglang_object(&h200, &defaults).is_none());
     let llama = LLAMA
