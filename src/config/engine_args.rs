@@ -57,6 +57,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "router_queue_policy",
     "request_overhead_ms",
     "prefill_pass_overhead_ms",
+    "decode_pass_overhead_ms",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -240,6 +241,12 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         o.float("prefill_pass_overhead_ms", 0.0, 3.6e6)?,
     )? {
         a.prefill_pass_overhead_ms = x;
+    }
+    if let Some(x) = o.non_null(
+        "decode_pass_overhead_ms",
+        o.float("decode_pass_overhead_ms", -3.6e6, 3.6e6)?,
+    )? {
+        a.decode_pass_overhead_ms = x;
     }
     if let Some(n) = o.non_null(
         "dp_size",

@@ -164,6 +164,13 @@ pub struct EngineArgs {
     /// (AIConfigurator models it for vLLM as 0.8 ms per layer).
     #[serde(skip_serializing_if = "is_zero")]
     pub prefill_pass_overhead_ms: f64,
+    /// dynosim's `decode_pass_overhead_ms` (not a DynoSim key; 0 = DynoSim): ms added to every
+    /// engine pass that decodes, not scaled by the speed-up ratios; it may be negative (a pass's
+    /// decode time never goes below 0). A calibration's per-iteration correction: the serving
+    /// stack's fixed cost of a decode iteration that per-kernel timings leave out, or a fixed
+    /// part of the timed step the measured servers did not pay.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_pass_overhead_ms: f64,
     /// TRT-LLM's batch waiting (`trtllm.batch_wait_timeout_iters` and
     /// `trtllm.batch_wait_max_tokens_ratio`, read for `engine_type` trtllm only; DynoSim ignores
     /// them; off by default).
@@ -199,6 +206,7 @@ impl Default for EngineArgs {
             tp_size: 1,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
+            decode_pass_overhead_ms: 0.0,
             batch_wait: BatchWait::default(),
             timing: Timing::default(),
         }

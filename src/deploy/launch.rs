@@ -271,8 +271,12 @@ fn pool(
             "prefill_pass_overhead_ms",
             "the host's dispatch cost of each prefill pass",
         ),
+        (
+            "decode_pass_overhead_ms",
+            "a fixed cost of each decode pass",
+        ),
     ] {
-        if e[k].as_f64().is_some_and(|x| x > 0.0) {
+        if e[k].as_f64().is_some_and(|x| x != 0.0) {
             notes.push(format!(
                 "{k} = {} models {what}: not a launch setting",
                 e[k]

@@ -9,6 +9,7 @@ use super::kv::KvEvent;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::stall::StallCause;
 use super::vllm::{PassOutput, Reservation};
+use super::with_decode_overhead;
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
@@ -857,11 +858,12 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn decode_time(&self, n: u64, total_context: u64) -> f64 {
         let active = total_context.min(self.s.total_kv_tokens);
         let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
-        pass_time(
+        let t = pass_time(
             self.model
                 .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
             ratio,
-        )
+        );
+        with_decode_overhead(t, self.args.decode_pass_overhead_ms)
     }
 
     /// Plans a stride of pure decode passes (nothing waiting, no retraction, no eviction the
@@ -1027,6 +1029,17 @@ mod tests {
         e2.step(&prompts, &mut out2);
         assert!((out2.prefill_ms - (49.363 + 7.5)).abs() < 1e-3);
         assert_eq!(out2.decode_ms, out.decode_ms);
+        // dynosim's decode_pass_overhead_ms adds to the pass that decodes (signed).
+        for ms in [2.5, -0.5] {
+            let mut a = args(16384, 1);
+            a.decode_pass_overhead_ms = ms;
+            let mut e3 = SglangEngine::new(&a, Polynomial, false);
+            e3.enqueue(0, 2048, 3);
+            let mut out3 = PassOutput::default();
+            e3.step(&prompts, &mut out3);
+            assert_eq!(out3.prefill_ms, out.prefill_ms);
+            assert!((out3.decode_ms - (out.decode_ms + ms)).abs() < 1e-9);
+        }
         let (finished, _) = run(&mut e, &prompts);
         assert_eq!(finished, vec![0]);
         assert_eq!(

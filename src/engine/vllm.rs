@@ -10,6 +10,7 @@
 
 use super::kv::{KvPool, PrefixMatch};
 use super::stall::StallCause;
+use super::with_decode_overhead;
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
@@ -544,10 +545,11 @@ impl<M: LatencyModel> Engine<M> {
         // DynoSim divides by the product of the two ratios, and not at all when it is ≤ 0 (a
         // zero `speedup_ratio` also turns off `decode_speedup_ratio`).
         let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
-        pass_time(
+        let t = pass_time(
             self.model.decode_ms(ready, active_kv, context, total_kv),
             ratio,
-        )
+        );
+        with_decode_overhead(t, self.args.decode_pass_overhead_ms)
     }
 
     /// If the next passes would all be pure-decode passes (nothing waiting, every running
@@ -1095,6 +1097,49 @@ mod tests {
         e.step(&prompts, &mut out);
         assert_eq!(out.prefill_ms, 0.0);
         assert!((out.decode_ms - 5.84868 / 2.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn decode_pass_overhead_adds_to_decoding_passes_and_strides() {
+        let base = EngineArgs {
+            speedup_ratio: 2.0,
+            ..EngineArgs::default()
+        };
+        let start = |ms: f64| {
+            let mut e = engine(EngineArgs {
+                decode_pass_overhead_ms: ms,
+                ..base.clone()
+            });
+            e.enqueue(0, 1, 2048, 10, 0);
+            e
+        };
+        let prompts = PromptBlocks::from_lists(64, &[&[]]);
+        let (mut out, mut plain_out) = (PassOutput::default(), PassOutput::default());
+        for ms in [1.5, -1.0] {
+            let (mut e, mut plain) = (start(ms), start(0.0));
+            // The pass that prefills also emits the first token (DynoSim's decode time of the
+            // ready sequences): both carry the overhead, not scaled by the speed-up.
+            for _ in 0..2 {
+                e.step(&prompts, &mut out);
+                plain.step(&prompts, &mut plain_out);
+                assert_eq!(out.prefill_ms, plain_out.prefill_ms);
+                assert!(plain_out.decode_ms > 0.0);
+                assert!((out.decode_ms - (plain_out.decode_ms + ms)).abs() < 1e-9);
+            }
+            assert!((plain_out.decode_ms - 5.84868 / 2.0).abs() < 1e-4);
+            // A stride of decode passes: every pass carries it.
+            let (mut durations, mut plain_durations) = (Vec::new(), Vec::new());
+            let k = e.plan_stride(4, &mut durations).expect("a stride");
+            assert_eq!(plain.plan_stride(4, &mut plain_durations), Some(k));
+            for (d, p) in durations.iter().zip(&plain_durations) {
+                assert!((d - (p + ms)).abs() < 1e-9, "{d} {p}");
+            }
+        }
+        // A pass never takes less than nothing.
+        let mut e = start(-1000.0);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.decode_ms, 0.0);
+        assert!(out.prefill_ms > 0.0);
     }
 
     #[test]
