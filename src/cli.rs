@@ -97,6 +97,11 @@ pub struct CalibrateArgs {
     /// pass that computes prompt tokens); about twice the simulations.
     #[arg(long)]
     pub fit_pass_overhead: bool,
+    /// Also fit a per-decode-pass overhead (decode_pass_overhead_ms: ms, possibly negative,
+    /// added to every engine pass that decodes, so TPOT becomes affine in the simulated step);
+    /// about four times the simulations.
+    #[arg(long)]
+    pub fit_decode_overhead: bool,
     /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:
     /// entries that win over the family's for pools of that shape.
     #[arg(long)]

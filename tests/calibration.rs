@@ -121,6 +121,26 @@ fn a_calibrated_aic_run_scales_its_times_and_says_so() {
     assert!(metric(&v, "mean_ttft_ms") > 2.0 * metric(&plain, "mean_ttft_ms"));
     assert_eq!(metric(&v, "min_itl_ms"), metric(&plain, "min_itl_ms"));
 
+    // A decode pass overhead (signed): every pass that decodes takes 1.5 ms more, so every
+    // inter-token gap (one pass each, the schedule unchanged with all prompts sent at once).
+    let dec = d.join("dec.json");
+    std::fs::write(
+        &dec,
+        r#"{"format": "dynosim-calibration", "version": 1, "families": [
+  {"system": "h200_sxm", "backend": "vllm", "model": "Qwen/Qwen3-8B", "prefill_scale": 1,
+   "decode_scale": 1, "decode_pass_overhead_ms": 1.5}]}"#,
+    )
+    .unwrap();
+    let (v, err) = run(d, QWEN, &["--calibration", dec.to_str().unwrap()]);
+    assert!(
+        err.contains("prefill time x1, decode time x1, decode pass overhead +1.5 ms"),
+        "{err}"
+    );
+    for key in ["min_itl_ms", "max_itl_ms"] {
+        let diff = metric(&v, key) - metric(&plain, key);
+        assert!((diff - 1.5).abs() < 1e-6, "{key}: +{diff}");
+    }
+
     // The user's own speedup_ratio still divides: calibrated x2 at speedup 2 is the plain run.
     let fast = QWEN.replace('}', r#","speedup_ratio":2}"#);
     let (v, _) = run(d, &fast, &["--calibration", both.to_str().unwrap()]);

@@ -186,6 +186,7 @@ fn calibrate_family(
     let what = Fit {
         request_overhead: !args.no_request_overhead,
         pass_overhead: args.fit_pass_overhead,
+        decode_overhead: args.fit_decode_overhead,
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
@@ -264,26 +265,36 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
     }
 }
 
-/// What the fit adjusts, as written into the file's options.
-fn fit_name(args: &CalibrateArgs) -> &'static str {
-    match (args.no_request_overhead, args.fit_pass_overhead) {
-        (true, false) => "scales",
-        (false, false) => "scales and request overhead",
-        (true, true) => "scales and prefill pass overhead",
-        (false, true) => "scales, request overhead and prefill pass overhead",
+/// What the fit adjusts, as written into the file's options ("scales", "scales and request
+/// overhead", "scales, request overhead and prefill pass overhead", …).
+fn fit_name(args: &CalibrateArgs) -> String {
+    let mut parts = vec!["scales"];
+    if !args.no_request_overhead {
+        parts.push("request overhead");
+    }
+    if args.fit_pass_overhead {
+        parts.push("prefill pass overhead");
+    }
+    if args.fit_decode_overhead {
+        parts.push("decode pass overhead");
+    }
+    match parts.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => parts.join(""),
     }
 }
 
 /// One line per family: scales, then uncalibrated, in-sample and cross-validated errors.
 pub fn render(file: &CalibrationFile) -> String {
     let mut out = format!(
-        "{:<44} {:>5} {:>8} {:>8} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+        "{:<44} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
         "family",
         "rows",
         "prefill",
         "decode",
         "request",
         "pass",
+        "dec pass",
         "uncal TTFT/TPOT",
         "fit TTFT/TPOT",
         "cross-val TTFT/TPOT"
@@ -299,13 +310,14 @@ pub fn render(file: &CalibrationFile) -> String {
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
-            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
             name,
             fit.rows.len(),
             f.prefill_scale,
             f.decode_scale,
             format!("{:.1}ms", f.request_overhead_ms),
             format!("{:.1}ms", f.prefill_pass_overhead_ms),
+            format!("{:+.1}ms", f.decode_pass_overhead_ms),
             pair(&fit.uncalibrated),
             pair(&fit.fitted),
             cv

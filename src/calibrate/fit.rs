@@ -26,6 +26,12 @@
 //! by a golden-section search. The overhead breaks scale invariance only slightly (it holds a
 //! concurrency slot for a few ms), which the updates on real predictions absorb.
 //!
+//! The per-decode-pass overhead, when asked ([`Fit::decode_overhead`]), is signed (the measured
+//! servers' decode steps may have a fixed part shorter or longer than AIC's): it is searched on
+//! a signed lattice at the best ratio and pass overhead, then the ratio and it together by a
+//! pattern search over their eight neighbours (moving one at a time stalls on the objective's
+//! kinks); it scales with the passes too.
+//!
 //! Objective: mean |TTFT error| + mean |TPOT error| over the rows, errors relative to the
 //! measured value. Grid points sit on a fixed dyadic lattice of log₂ r, so folds of a
 //! cross-validation share most simulations through the memo ([`Memo`]); a fold's fit still
@@ -59,7 +65,7 @@ impl<F: FnMut(&[usize], Corrections) -> Vec<Prediction>> Simulator for F {
 /// run each distinct simulation once.
 pub struct Memo<'s> {
     sim: &'s mut dyn Simulator,
-    done: HashMap<(usize, [u64; 4]), Prediction>,
+    done: HashMap<(usize, [u64; 5]), Prediction>,
     /// Simulations run (not memo hits).
     pub simulations: usize,
 }
@@ -100,12 +106,13 @@ impl<'s> Memo<'s> {
     }
 }
 
-fn bits(c: Corrections) -> [u64; 4] {
+fn bits(c: Corrections) -> [u64; 5] {
     [
         c.prefill_scale.to_bits(),
         c.decode_scale.to_bits(),
         c.request_overhead_ms.to_bits(),
         c.prefill_pass_overhead_ms.to_bits(),
+        c.decode_pass_overhead_ms.to_bits(),
     ]
 }
 
@@ -116,6 +123,8 @@ pub struct Fit {
     pub request_overhead: bool,
     /// The per-prefill-pass overhead (ms added to every pass that computes prompt tokens).
     pub pass_overhead: bool,
+    /// The per-decode-pass overhead (ms, signed, added to every pass that decodes).
+    pub decode_overhead: bool,
 }
 
 impl Fit {
@@ -123,16 +132,19 @@ impl Fit {
     pub const SCALES: Fit = Fit {
         request_overhead: false,
         pass_overhead: false,
+        decode_overhead: false,
     };
     /// The scales and the per-request overhead.
     pub const SCALES_AND_OVERHEAD: Fit = Fit {
         request_overhead: true,
         pass_overhead: false,
+        decode_overhead: false,
     };
-    /// The scales and both overheads.
+    /// The scales and every overhead.
     pub const ALL: Fit = Fit {
         request_overhead: true,
         pass_overhead: true,
+        decode_overhead: true,
     };
 }
 
@@ -299,13 +311,30 @@ fn pass_ms(m: i32) -> f64 {
     (f64::from(m) / 4.0).exp2()
 }
 
+/// The signed lattice of the decode pass overhead (ms at decode scale 1): 0 at index 0, and
+/// ±2^((|n| − 9)/4) at ±n (±0.25 ms at 1, ±1 ms at 9, ±4 ms at 17, ±16 ms at 25), monotone in
+/// n; probed coarsely at 0, ±1, ±4 and ±16 ms, then at steps of 4, 2 and 1 around the best.
+const DECODE_COARSE: [i32; 7] = [-25, -17, -9, 0, 9, 17, 25];
+const DECODE_STEPS: [i32; 3] = [4, 2, 1];
+/// Moves per step size of the final local search over (ratio, decode pass overhead).
+const POLISH_MOVES: usize = 8;
+
+fn decode_ms(n: i32) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        f64::from(n.signum()) * (f64::from(n.abs() - 9) / 4.0).exp2()
+    }
+}
+
 /// One probe of the search: log₂ of the ratio of the scales, the pass overhead's lattice index
-/// (`None` = no pass overhead), the objective, and the common scale and request overhead that
-/// minimise it.
+/// (`None` = no pass overhead), the decode pass overhead's (0 = none), the objective, and the
+/// common scale and request overhead that minimise it.
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     l: f64,
     m: Option<i32>,
+    n: i32,
     obj: f64,
     k: f64,
     o: f64,
@@ -321,9 +350,9 @@ struct Search<'a, 'm, 's> {
 }
 
 impl Search<'_, '_, '_> {
-    /// The objective at (l, m) (`None` when no row simulates).
-    fn eval(&mut self, l: f64, m: Option<i32>) -> Option<f64> {
-        if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m) {
+    /// The objective at (l, m, n) (`None` when no row simulates).
+    fn eval(&mut self, l: f64, m: Option<i32>, n: i32) -> Option<f64> {
+        if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m && s.n == n) {
             return Some(s.obj);
         }
         let c = Corrections {
@@ -331,6 +360,7 @@ impl Search<'_, '_, '_> {
             decode_scale: 1.0,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: m.map_or(0.0, pass_ms),
+            decode_pass_overhead_ms: decode_ms(n),
         };
         let preds = self.memo.predict(self.rows, c);
         let obs = observations(self.targets, self.rows, &preds);
@@ -338,12 +368,13 @@ impl Search<'_, '_, '_> {
             return None;
         }
         let (k, o, obj) = best_for(self.what, &obs);
-        self.seen.push(Probe { l, m, obj, k, o });
+        self.seen.push(Probe { l, m, n, obj, k, o });
         Some(obj)
     }
 
     /// The best probe among those `keep` admits: the lowest objective, ties to no or the
-    /// smaller pass overhead, then to the ratio nearer 1.
+    /// smaller pass overhead, then to the smaller decode pass overhead, then to the ratio
+    /// nearer 1.
     fn best(&self, keep: impl Fn(&Probe) -> bool) -> Option<Probe> {
         self.seen
             .iter()
@@ -353,61 +384,112 @@ impl Search<'_, '_, '_> {
                 a.obj
                     .total_cmp(&b.obj)
                     .then(a.m.unwrap_or(i32::MIN).cmp(&b.m.unwrap_or(i32::MIN)))
+                    .then(a.n.abs().cmp(&b.n.abs()))
                     .then(a.l.abs().total_cmp(&b.l.abs()))
             })
     }
 
-    /// Refines log₂ r at pass overhead `m`, from `step` halving down to the finest step.
-    fn refine_ratio(&mut self, m: Option<i32>, mut step: f64) -> Option<Probe> {
+    /// Refines log₂ r at overheads (`m`, `n`), from `step` halving down to the finest step.
+    fn refine_ratio(&mut self, m: Option<i32>, n: i32, mut step: f64) -> Option<Probe> {
+        let at = |p: &Probe| p.m == m && p.n == n;
         while step >= FINEST_STEP {
-            let b = self.best(|p| p.m == m)?.l;
+            let b = self.best(at)?.l;
             for l in [b - step, b + step] {
-                self.eval(l, m)?;
+                self.eval(l, m, n)?;
             }
             step /= 2.0;
         }
-        self.best(|p| p.m == m)
+        self.best(at)
     }
 
-    /// The ratio's coarse grid (widened while the best is on an edge) and its refinement, at
-    /// pass overhead `m`.
-    fn search_ratio(&mut self, m: Option<i32>) -> Option<Probe> {
+    /// The ratio's coarse grid (widened while the best is on an edge) and its refinement,
+    /// without overheads.
+    fn search_ratio(&mut self) -> Option<Probe> {
+        let at = |p: &Probe| p.m.is_none() && p.n == 0;
         let (mut lo, mut hi) = COARSE;
         for h in lo..=hi {
-            self.eval(f64::from(h) / 2.0, m)?;
+            self.eval(f64::from(h) / 2.0, None, 0)?;
         }
         loop {
-            let b = self.best(|p| p.m == m)?.l;
+            let b = self.best(at)?.l;
             if b <= f64::from(lo) / 2.0 && lo > -WIDEST {
                 lo -= 1;
-                self.eval(f64::from(lo) / 2.0, m)?;
+                self.eval(f64::from(lo) / 2.0, None, 0)?;
             } else if b >= f64::from(hi) / 2.0 && hi < WIDEST {
                 hi += 1;
-                self.eval(f64::from(hi) / 2.0, m)?;
+                self.eval(f64::from(hi) / 2.0, None, 0)?;
             } else {
                 break;
             }
         }
-        self.refine_ratio(m, 0.25)
+        self.refine_ratio(None, 0, 0.25)
     }
 
-    /// The pass overhead at ratio `l`: its coarse lattice, then steps around the best; `None`
-    /// when no pass overhead beats none.
-    fn search_pass(&mut self, l: f64, steps: &[i32], coarse: bool) -> Option<Probe> {
+    /// The pass overhead at ratio `l` (decode pass overhead `n`): its coarse lattice, then
+    /// steps around the best; `None` when no pass overhead beats none.
+    fn search_pass(&mut self, l: f64, n: i32, steps: &[i32], coarse: bool) -> Option<Probe> {
         if coarse {
             for m in PASS_COARSE {
-                self.eval(l, Some(m))?;
+                self.eval(l, Some(m), n)?;
             }
         }
-        let at_l = |p: &Probe| p.l == l;
+        let at = |p: &Probe| p.l == l && p.n == n;
         for &step in steps {
-            let best = self.best(at_l)?;
-            let m = best.m?;
-            for n in [m - step, m + step] {
-                self.eval(l, Some(n))?;
+            let m = self.best(at)?.m?;
+            for j in [m - step, m + step] {
+                self.eval(l, Some(j), n)?;
             }
         }
-        self.best(at_l).filter(|p| p.m.is_some())
+        self.best(at).filter(|p| p.m.is_some())
+    }
+
+    /// From the best probe at pass overhead `m`, a pattern search on the (ratio, decode pass
+    /// overhead) lattice: moves to the best of the eight neighbours at steps (¼, 4) while that
+    /// improves the objective (at most [`POLISH_MOVES`] moves), then at (⅛, 2) and (1/16, 1).
+    /// The objective has kinks along which moving one coordinate at a time stalls.
+    fn polish(&mut self, m: Option<i32>) -> Option<Probe> {
+        let at = |p: &Probe| p.m == m;
+        for (sl, sn) in [(0.25, 4), (0.125, 2), (FINEST_STEP, 1)] {
+            for _ in 0..POLISH_MOVES {
+                let b = self.best(at)?;
+                for dl in [-1.0, 0.0, 1.0] {
+                    for dn in [-1, 0, 1] {
+                        if dl != 0.0 || dn != 0 {
+                            self.eval(b.l + dl * sl, m, b.n + dn * sn)?;
+                        }
+                    }
+                }
+                let after = self.best(at)?;
+                if after.l == b.l && after.n == b.n {
+                    break;
+                }
+            }
+        }
+        self.best(at)
+    }
+
+    /// The decode pass overhead at ratio `l` and pass overhead `m`: its coarse signed lattice,
+    /// then steps around the best; `None` when no decode pass overhead beats none.
+    fn search_decode(
+        &mut self,
+        l: f64,
+        m: Option<i32>,
+        steps: &[i32],
+        coarse: bool,
+    ) -> Option<Probe> {
+        if coarse {
+            for n in DECODE_COARSE {
+                self.eval(l, m, n)?;
+            }
+        }
+        let at = |p: &Probe| p.l == l && p.m == m;
+        for &step in steps {
+            let n = self.best(at)?.n;
+            for j in [n - step, n + step] {
+                self.eval(l, m, j)?;
+            }
+        }
+        self.best(at).filter(|p| p.n != 0)
     }
 }
 
@@ -416,8 +498,9 @@ impl Search<'_, '_, '_> {
 /// The ratio of the scales is searched first without a pass overhead; when the pass overhead
 /// is fitted, it is then searched at that ratio and, if some overhead beats none, the ratio is
 /// refined again at the best overhead and the overhead once more at the best ratio (a
-/// coordinate descent). Every probe simulates at decode scale 1; the common scale `k` and the
-/// request overhead come in closed form, and `k` scales the pass overhead with the passes.
+/// coordinate descent). The decode pass overhead, when fitted, is then searched at the best
+/// probe so far and, if some overhead beats none, polished with the ratio ([`Search::polish`]). Every probe simulates at decode scale 1; the common scale `k` and the
+/// request overhead come in closed form, and `k` scales both pass overheads with the passes.
 pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
     let mut search = Search {
         memo,
@@ -426,21 +509,32 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
         what,
         seen: Vec::new(),
     };
-    let first = search.search_ratio(None)?;
+    search.search_ratio()?;
     if what.pass_overhead {
-        if let Some(p) = search.search_pass(first.l, &PASS_STEPS, true) {
-            if let Some(q) = search.refine_ratio(p.m, 0.25) {
-                search.search_pass(q.l, &[2, 1], false);
+        let first = search.best(|_| true)?;
+        if let Some(p) = search.search_pass(first.l, 0, &PASS_STEPS, true) {
+            if let Some(q) = search.refine_ratio(p.m, 0, 0.25) {
+                search.search_pass(q.l, 0, &[2, 1], false);
             }
         }
     }
-    let Probe { l, m, k, o, .. } = search.best(|_| true)?;
+    if what.decode_overhead {
+        let at = search.best(|_| true)?;
+        if search
+            .search_decode(at.l, at.m, &DECODE_STEPS, true)
+            .is_some()
+        {
+            search.polish(at.m);
+        }
+    }
+    let Probe { l, m, n, k, o, .. } = search.best(|_| true)?;
     let memo = search.memo;
     let mut c = Corrections {
         prefill_scale: l.exp2() * k,
         decode_scale: k,
         request_overhead_ms: o,
         prefill_pass_overhead_ms: m.map_or(0.0, pass_ms) * k,
+        decode_pass_overhead_ms: decode_ms(n) * k,
     };
     // The corrections as they are; where the runs were not scale-invariant (an overhead, or
     // arrivals on a clock), update k (and the overhead) on their real predictions.
@@ -472,6 +566,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
             decode_scale: c.decode_scale * k,
             request_overhead_ms: o,
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms * k,
+            decode_pass_overhead_ms: c.decode_pass_overhead_ms * k,
         };
     }
     result

@@ -9,8 +9,9 @@
 //! decode_speedup_ratio`). Both compose with ratios the user set: a calibrated run of
 //! `speedup_ratio: 2` is twice as fast as the calibrated run of 1. The other two are the
 //! serving stack's fixed costs: a per-request overhead, added to the pool's
-//! `request_overhead_ms`, and a per-prefill-pass overhead, added to its
-//! `prefill_pass_overhead_ms`. An entry may be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
+//! `request_overhead_ms`, a per-prefill-pass overhead, added to its `prefill_pass_overhead_ms`,
+//! and a signed per-decode-pass overhead, added to its `decode_pass_overhead_ms`. An entry may
+//! be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
 //! the family's entry for pools of that shape.
 //!
 //! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
@@ -103,6 +104,15 @@ pub struct Corrections {
     /// on top of the pool's own: the serving stack's fixed cost of a prefill pass.
     #[serde(default)]
     pub prefill_pass_overhead_ms: f64,
+    /// ms added to every engine pass that decodes (`decode_pass_overhead_ms`; may be
+    /// negative), on top of the pool's own: a fixed part of a decode step the timing model
+    /// gets wrong. Written only when fitted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decode_pass_overhead_ms: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Corrections {
@@ -111,6 +121,7 @@ impl Corrections {
         decode_scale: 1.0,
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
 
     /// Applies the scales to one pool's engine args, composed with the ratios already set
@@ -131,6 +142,7 @@ impl Corrections {
         e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
         e.request_overhead_ms += self.request_overhead_ms;
         e.prefill_pass_overhead_ms += self.prefill_pass_overhead_ms;
+        e.decode_pass_overhead_ms += self.decode_pass_overhead_ms;
     }
 }
 
@@ -200,6 +212,9 @@ pub struct FamilyCalibration {
     /// ms added to every prefill pass (absent in files written before it was fitted: 0).
     #[serde(default)]
     pub prefill_pass_overhead_ms: f64,
+    /// ms added to every decode pass, signed (absent when not fitted: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decode_pass_overhead_ms: f64,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -216,6 +231,7 @@ impl FamilyCalibration {
             decode_scale: c.decode_scale,
             request_overhead_ms: c.request_overhead_ms,
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms,
+            decode_pass_overhead_ms: c.decode_pass_overhead_ms,
             fit,
         }
     }
@@ -235,6 +251,7 @@ impl FamilyCalibration {
             decode_scale: self.decode_scale,
             request_overhead_ms: self.request_overhead_ms,
             prefill_pass_overhead_ms: self.prefill_pass_overhead_ms,
+            decode_pass_overhead_ms: self.decode_pass_overhead_ms,
         }
     }
 }
@@ -287,6 +304,17 @@ impl Applied {
                     s.push_str(&format!(
                         ", prefill pass overhead +{} ms",
                         short(c.prefill_pass_overhead_ms)
+                    ));
+                }
+                if c.decode_pass_overhead_ms != 0.0 {
+                    s.push_str(&format!(
+                        ", decode pass overhead {}{} ms",
+                        if c.decode_pass_overhead_ms > 0.0 {
+                            "+"
+                        } else {
+                            ""
+                        },
+                        short(c.decode_pass_overhead_ms)
                     ));
                 }
                 s
@@ -392,6 +420,13 @@ impl CalibrationFile {
                         "families[{i}].{key} = {o}: expected a number of ms in [0, 3600000]"
                     )));
                 }
+            }
+            let d = f.decode_pass_overhead_ms;
+            if !(d.is_finite() && (-3.6e6..=3.6e6).contains(&d)) {
+                return Err(InputError::new(format!(
+                    "families[{i}].decode_pass_overhead_ms = {d}: expected a number of ms in \
+                     [-3600000, 3600000]"
+                )));
             }
             if let Some(j) = seen.insert(f.family(), i) {
                 return Err(InputError::new(format!(

@@ -27,6 +27,7 @@ fn sample() -> CalibrationFile {
             decode_scale: 0.97,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
+            decode_pass_overhead_ms: 0.0,
         },
         Some(FitRecord {
             rows: vec!["a".into(), "b".into()],
@@ -59,6 +60,21 @@ fn the_file_round_trips() {
     let f = CalibrationFile::parse(hand).unwrap();
     assert_eq!(f.families[0].corrections().prefill_scale, 2.0);
     assert!(f.families[0].fit.is_none());
+    // The decode pass overhead is written only when fitted (files stay as they were without
+    // it), and read back signed.
+    assert!(!sample().to_json().contains("decode_pass_overhead_ms"));
+    let mut g = sample();
+    g.families[0].decode_pass_overhead_ms = -1.25;
+    let text = g.to_json();
+    assert!(
+        text.contains("\"decode_pass_overhead_ms\": -1.25"),
+        "{text}"
+    );
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(
+        back.families[0].corrections().decode_pass_overhead_ms,
+        -1.25
+    );
 }
 
 #[test]
@@ -93,6 +109,13 @@ fn bad_files_name_what_is_wrong() {
             {"system": "s", "backend": "b", "model": "m", "prefill_scale": 2, "decode_scale": 1}]}"#,
             "families[1] repeats the family of families[0] (s b m)",
         ),
+        (
+            r#"{"format": "dynosim-calibration", "version": 1, "families": [
+            {"system": "s", "backend": "b", "model": "m", "prefill_scale": 1, "decode_scale": 1,
+             "decode_pass_overhead_ms": -4e6}]}"#,
+            "families[0].decode_pass_overhead_ms = -4000000: expected a number of ms in \
+             [-3600000, 3600000]",
+        ),
     ];
     for (text, want) in cases {
         let e = CalibrationFile::parse(text).unwrap_err().to_string();
@@ -114,6 +137,7 @@ fn corrections_compose_with_the_ratios_already_set() {
         decode_scale: 0.8,
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
     // Unset ratios: prefill divisor 1/1.25, decode divisor 1/0.8.
     let mut e = EngineArgs::default();
@@ -136,6 +160,17 @@ fn corrections_compose_with_the_ratios_already_set() {
     };
     c.apply_to(&mut e);
     assert!((1.0 / e.speedup_ratio - 1.25).abs() < 1e-12);
+    // The overheads add to the pool's own.
+    let mut e = EngineArgs {
+        decode_pass_overhead_ms: 0.5,
+        ..EngineArgs::default()
+    };
+    Corrections {
+        decode_pass_overhead_ms: -2.0,
+        ..c
+    }
+    .apply_to(&mut e);
+    assert_eq!(e.decode_pass_overhead_ms, -1.5);
 }
 
 #[test]
@@ -171,6 +206,7 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
         decode_scale: 3.0,
         request_overhead_ms: 40.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
     f.families
         .push(FamilyCalibration::new(narrow.clone(), c, None));

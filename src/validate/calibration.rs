@@ -99,6 +99,13 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
             Value::from(base + c.prefill_pass_overhead_ms),
         );
     }
+    if c.decode_pass_overhead_ms != 0.0 {
+        let base = own("decode_pass_overhead_ms").unwrap_or(0.0);
+        keys.insert(
+            "decode_pass_overhead_ms".into(),
+            Value::from(base + c.decode_pass_overhead_ms),
+        );
+    }
     keys
 }
 

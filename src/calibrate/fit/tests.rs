@@ -4,7 +4,8 @@ use super::*;
 /// a common factor) and a shape that depends on the ratio of the two scales: a row's TTFT is
 /// its prefill work plus a queue of decode steps, its TPOT decode steps with some prefill
 /// passes interleaved; a pass overhead is paid by the prefill passes a request waits for and by
-/// those interleaved with its decode steps.
+/// those interleaved with its decode steps; a decode pass overhead by every decoding pass, those
+/// before the first token and one per output token.
 #[derive(Clone)]
 struct Toy {
     /// Per row: (prefill ms, queued decode ms, decode ms, interleaved prefill ms).
@@ -13,10 +14,15 @@ struct Toy {
 }
 
 impl Toy {
-    /// Per row: (prefill passes before the first token, prefill passes per output token).
-    fn passes(r: usize) -> (f64, f64) {
+    /// Per row: (prefill passes before the first token, prefill passes per output token,
+    /// decoding passes before the first token).
+    fn passes(r: usize) -> (f64, f64, f64) {
         let x = r as f64;
-        (1.0 + (x % 4.0), 0.01 + 0.02 * (x % 3.0))
+        (
+            1.0 + (x % 4.0),
+            0.01 + 0.02 * (x % 3.0),
+            1.0 + 3.0 * (x % 6.0),
+        )
     }
 
     fn new(n: usize) -> Self {
@@ -36,11 +42,11 @@ impl Toy {
 
     fn times(&self, r: usize, c: Corrections) -> (f64, f64) {
         let (p, q, d, e) = self.rows[r];
-        let (n, f) = Toy::passes(r);
-        let pass = c.prefill_pass_overhead_ms;
+        let (n, f, g) = Toy::passes(r);
+        let (pass, dec) = (c.prefill_pass_overhead_ms, c.decode_pass_overhead_ms);
         (
-            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms + n * pass,
-            d * c.decode_scale + e * c.prefill_scale + f * pass,
+            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms + n * pass + g * dec,
+            d * c.decode_scale + e * c.prefill_scale + f * pass + dec,
         )
     }
 
@@ -73,6 +79,7 @@ fn recovers_known_scales_on_the_lattice_exactly() {
         decode_scale: 0.8,
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -100,6 +107,7 @@ fn recovers_off_lattice_scales_within_the_finest_step() {
             decode_scale: b,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
+            decode_pass_overhead_ms: 0.0,
         };
         let mut toy = Toy::new(24);
         let targets = toy.targets(truth);
@@ -124,6 +132,7 @@ fn the_grid_widens_when_the_ratio_is_far_out() {
         decode_scale: 1.0,
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(12);
     let targets = toy.targets(truth);
@@ -285,6 +294,7 @@ fn recovers_a_request_overhead_with_the_scales() {
         decode_scale: 1.2,
         request_overhead_ms: 25.0,
         prefill_pass_overhead_ms: 0.0,
+        decode_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -312,6 +322,7 @@ fn recovers_a_pass_overhead_with_the_scales() {
         decode_scale: k,
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 16.0 * k,
+        decode_pass_overhead_ms: 0.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -331,6 +342,54 @@ fn recovers_a_pass_overhead_with_the_scales() {
 }
 
 #[test]
+fn recovers_a_negative_decode_pass_overhead_with_the_scales() {
+    // Ratio, request overhead and decode pass overhead on their lattices (−2 ms at decode
+    // scale 1 is index −13): the fit finds them, the common scale applied to the overhead.
+    let k = 0.9;
+    let truth = Corrections {
+        prefill_scale: k * 0.25f64.exp2(),
+        decode_scale: k,
+        request_overhead_ms: 12.0,
+        decode_pass_overhead_ms: -2.0 * k,
+        ..Corrections::NONE
+    };
+    assert_eq!(decode_ms(-13), -2.0);
+    let mut toy = Toy::new(30);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..30).collect();
+    let mut memo = Memo::new(&mut toy);
+    let what = Fit {
+        decode_overhead: true,
+        ..Fit::SCALES_AND_OVERHEAD
+    };
+    let f = fit(&mut memo, &targets, &rows, what).unwrap();
+    let c = f.corrections;
+    assert!(close(c.prefill_scale, truth.prefill_scale, 1e-6), "{f:?}");
+    assert!(close(c.decode_scale, truth.decode_scale, 1e-6), "{f:?}");
+    assert!(close(c.decode_pass_overhead_ms, -2.0 * k, 1e-6), "{f:?}");
+    assert!((c.request_overhead_ms - 12.0).abs() < 1e-3, "{f:?}");
+    assert_eq!(c.prefill_pass_overhead_ms, 0.0);
+    assert!(f.objective < 1e-6, "{f:?}");
+    // Without it, the scales and the request overhead cannot express it.
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
+    assert_eq!(g.corrections.decode_pass_overhead_ms, 0.0);
+    assert!(g.objective > f.objective + 0.01, "{g:?} vs {f:?}");
+}
+
+#[test]
+fn the_decode_lattice_is_signed_and_monotone() {
+    assert_eq!(decode_ms(0), 0.0);
+    assert_eq!(decode_ms(1), 0.25);
+    assert_eq!(decode_ms(9), 1.0);
+    assert_eq!(decode_ms(-17), -4.0);
+    assert_eq!(decode_ms(25), 16.0);
+    for n in -40..40 {
+        assert!(decode_ms(n) < decode_ms(n + 1), "{n}");
+        assert_eq!(decode_ms(-n), -decode_ms(n));
+    }
+}
+
+#[test]
 fn no_pass_overhead_when_the_data_has_none() {
     // Rows a scale alone explains: the pass overhead's probes lose to none, and the fit is the
     // one without them.
@@ -345,6 +404,7 @@ fn no_pass_overhead_when_the_data_has_none() {
     let mut memo = Memo::new(&mut toy);
     let f = fit(&mut memo, &targets, &rows, Fit::ALL).unwrap();
     assert_eq!(f.corrections.prefill_pass_overhead_ms, 0.0, "{f:?}");
+    assert_eq!(f.corrections.decode_pass_overhead_ms, 0.0, "{f:?}");
     assert!(f.objective < 1e-6, "{f:?}");
 }
 
