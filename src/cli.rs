@@ -151,11 +151,11 @@ pub struct ValidateArgs {
     pub output_dir: PathBuf,
     #[command(flatten)]
     pub options: MeasuredOptions,
-    /// Table rows: the host's dispatch cost of each prefill pass (aic = AIConfigurator's
-    /// model: 0.8 ms per model layer for vLLM rows, none for SGLang and TRT-LLM; none = the
-    /// engine's passes alone, as DynoSim). Calibrated families drop it for their fitted
-    /// corrections.
-    #[arg(long, default_value = "aic", value_name = "MODEL")]
+    /// Table rows: the host's dispatch cost of each prefill pass (vllm-sglang =
+    /// AIConfigurator's vLLM model, 0.8 ms per model layer, for vLLM and SGLang rows, none for
+    /// TRT-LLM; aic = AIConfigurator's model as it is, vLLM rows only; none = the engine's
+    /// passes alone, as DynoSim). Calibrated families drop it for their fitted corrections.
+    #[arg(long, default_value = "vllm-sglang", value_name = "MODEL")]
     pub dispatch_overhead: String,
     /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
     /// simulated with its corrections.

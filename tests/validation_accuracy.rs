@@ -51,11 +51,11 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     let groups = recorded["groups"].as_array().unwrap();
     let dir = tempfile::tempdir().unwrap();
 
-    // Uncalibrated: validate's groups, with the default dispatch model (AIC's) and without
-    // (the engine's passes alone).
+    // Uncalibrated: validate's groups, with the default dispatch model (AIC's, on these vLLM
+    // rows) and without (the engine's passes alone).
     let mut figures = Vec::new();
     for (recorded_key, dispatch) in [
-        ("uncalibrated", "aic"),
+        ("uncalibrated", "vllm-sglang"),
         ("uncalibrated_no_dispatch", "none"),
     ] {
         let out = dir.path().join(recorded_key);

@@ -71,10 +71,13 @@ impl KvCacheDtype {
 /// The host-side cost of prefill passes that table rows are simulated with (`--dispatch-overhead`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DispatchOverhead {
-    /// AIConfigurator's model, per backend: for vLLM rows 0.8 ms per model layer
-    /// ([`VLLM_DISPATCH_MS_PER_LAYER`]) on every pass that computes prompt tokens; none for
-    /// SGLang and TRT-LLM rows (AIC models none for them).
+    /// AIConfigurator's vLLM model, 0.8 ms per model layer ([`VLLM_DISPATCH_MS_PER_LAYER`]) on
+    /// every pass that computes prompt tokens, for vLLM and SGLang rows (SGLang's prefill
+    /// passes, like vLLM's, are not replayed from CUDA graphs; AIC itself models none for
+    /// SGLang); none for TRT-LLM rows, whose measured Llama servers show none.
     #[default]
+    VllmSglang,
+    /// AIConfigurator's model as it is: the vLLM rows' cost only.
     Aic,
     /// None: the engine passes take the time AIC's kernels give (DynoSim's passes).
     None,
@@ -83,16 +86,27 @@ pub enum DispatchOverhead {
 impl DispatchOverhead {
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
+            "vllm-sglang" => DispatchOverhead::VllmSglang,
             "aic" => DispatchOverhead::Aic,
             "none" => DispatchOverhead::None,
             _ => return None,
         })
     }
 
+    /// The flag's value naming it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DispatchOverhead::VllmSglang => "vllm-sglang",
+            DispatchOverhead::Aic => "aic",
+            DispatchOverhead::None => "none",
+        }
+    }
+
     /// `prefill_pass_overhead_ms` of a row's pools (`None`: not set).
     fn for_row(self, backend: &str, layers: Option<u32>) -> Option<f64> {
         match (self, backend, layers) {
-            (DispatchOverhead::Aic, "vllm", Some(n)) => {
+            (DispatchOverhead::Aic, "vllm", Some(n))
+            | (DispatchOverhead::VllmSglang, "vllm" | "sglang", Some(n)) => {
                 // Rounded to µs so the engine_args column reads well.
                 Some((f64::from(n) * VLLM_DISPATCH_MS_PER_LAYER * 1000.0).round() / 1000.0)
             }

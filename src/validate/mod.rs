@@ -71,7 +71,7 @@ impl Default for Options {
             prompts_per_concurrency: 10,
             random_range_ratio: 0.8,
             kv_cache_dtype: KvCacheDtype::Auto,
-            dispatch_overhead: DispatchOverhead::Aic,
+            dispatch_overhead: DispatchOverhead::VllmSglang,
             launch: LaunchSettings::InferenceX,
             max_num_batched_tokens: 8192,
             seed: 42,

@@ -49,7 +49,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
     })?;
     let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
         InputError::new(format!(
-            "--dispatch-overhead must be aic or none, got {:?}",
+            "--dispatch-overhead must be vllm-sglang, aic or none, got {:?}",
             args.dispatch_overhead
         ))
     })?;
@@ -347,7 +347,7 @@ pub fn json_text(
             "prompts_per_concurrency": opts.prompts_per_concurrency,
             "random_range_ratio": opts.random_range_ratio,
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
-            "dispatch_overhead": format!("{:?}", opts.dispatch_overhead).to_ascii_lowercase(),
+            "dispatch_overhead": opts.dispatch_overhead.name(),
             "launch_settings": opts.launch.name(),
             "max_num_batched_tokens": opts.max_num_batched_tokens,
             "seed": opts.seed,

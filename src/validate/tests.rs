@@ -300,7 +300,7 @@ fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
 }
 
 #[test]
-fn vllm_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
+fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
     let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
     let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
     // 80 layers x 0.8 ms.
@@ -328,16 +328,38 @@ fn vllm_rows_get_aics_dispatch_overhead_which_a_calibration_replaces() {
         .is_none());
     assert!(!r.modelled_dispatch);
 
-    // AIC models none for SGLang and TRT-LLM.
-    for backend in ["sglang", "trtllm"] {
+    // By default SGLang rows get it too, TRT-LLM rows not; `aic` (AIC's model as it is)
+    // charges vLLM rows only.
+    let aic = Options {
+        dispatch_overhead: DispatchOverhead::Aic,
+        ..Options::default()
+    };
+    for (backend, by_default) in [("sglang", Some(64.0)), ("trtllm", None)] {
         let row = LLAMA.replacen(",vllm,", &format!(",{backend},"), 1);
         let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
         let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
         let e = r.extra_engine_args.unwrap();
         assert_eq!(e["engine_type"], backend);
+        let got = e.get("prefill_pass_overhead_ms").and_then(|v| v.as_f64());
+        assert_eq!(got, by_default, "{backend}");
+        assert_eq!(r.modelled_dispatch, by_default.is_some(), "{backend}");
+        let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
+        let e = r.extra_engine_args.unwrap();
         assert!(e.get("prefill_pass_overhead_ms").is_none(), "{backend}");
     }
-    assert_eq!(DispatchOverhead::parse("aic"), Some(DispatchOverhead::Aic));
+    let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
+    assert_eq!(
+        r.extra_engine_args.unwrap()["prefill_pass_overhead_ms"],
+        64.0
+    );
+    for d in [
+        DispatchOverhead::VllmSglang,
+        DispatchOverhead::Aic,
+        DispatchOverhead::None,
+    ] {
+        assert_eq!(DispatchOverhead::parse(d.name()), Some(d));
+    }
+    assert_eq!(DispatchOverhead::default(), DispatchOverhead::VllmSglang);
     assert_eq!(DispatchOverhead::parse("AIC"), None);
 }
 
