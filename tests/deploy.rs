@@ -319,7 +319,7 @@ router_mode: kv_router
 
 #[test]
 fn trtllm_batch_waiting_is_a_launch_setting() {
-    let yaml = deployed_engine(
+    let (yaml, _) = deployed_engine(
         "engine_type: trtllm
   block_size: 32
   num_gpu_blocks: 2048
@@ -334,7 +334,7 @@ fn trtllm_batch_waiting_is_a_launch_setting() {
 
 #[test]
 fn sglang_receive_interval_is_a_launch_setting() {
-    let yaml = deployed_engine(
+    let (yaml, _) = deployed_engine(
         "engine_type: sglang
   num_gpu_blocks: 65536
   sglang: {scheduler_recv_interval: 30}",
@@ -342,9 +342,24 @@ fn sglang_receive_interval_is_a_launch_setting() {
     assert!(yaml.contains("--scheduler-recv-interval"), "{yaml}");
 }
 
+#[test]
+fn simulation_only_overheads_are_noted_not_launched() {
+    let (yaml, readme) = deployed_engine(
+        "request_overhead_ms: 20
+  decode_pass_overhead_ms: -1.5",
+    );
+    assert!(!yaml.contains("overhead"), "{yaml}");
+    for want in [
+        "request_overhead_ms = 20.0 models the serving stack's per-request overhead: not a launch setting",
+        "decode_pass_overhead_ms = -1.5 models a fixed cost of each decode pass: not a launch setting",
+    ] {
+        assert!(readme.contains(want), "{want}\n{readme}");
+    }
+}
+
 /// Sweeps a one-point spec with this `engine:` block, deploys the point (checked like every
-/// deployment) and returns the deployment's CRD.
-fn deployed_engine(engine: &str) -> String {
+/// deployment) and returns the deployment's CRD and README.
+fn deployed_engine(engine: &str) -> (String, String) {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let spec = format!(
@@ -361,7 +376,10 @@ grid:
     deploy_ok(&[out.to_str().unwrap(), "-o", d.to_str().unwrap()]);
     let dep = check_folder(&d);
     check_run_args(&dep, tmp.path());
-    std::fs::read_to_string(d.join("deployment.yaml")).unwrap()
+    (
+        std::fs::read_to_string(d.join("deployment.yaml")).unwrap(),
+        std::fs::read_to_string(d.join("README.md")).unwrap(),
+    )
 }
 
 #[test]
