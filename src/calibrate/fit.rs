@@ -499,8 +499,9 @@ impl Search<'_, '_, '_> {
 /// is fitted, it is then searched at that ratio and, if some overhead beats none, the ratio is
 /// refined again at the best overhead and the overhead once more at the best ratio (a
 /// coordinate descent). The decode pass overhead, when fitted, is then searched at the best
-/// probe so far and, if some overhead beats none, polished with the ratio ([`Search::polish`]). Every probe simulates at decode scale 1; the common scale `k` and the
-/// request overhead come in closed form, and `k` scales both pass overheads with the passes.
+/// probe so far and, if some overhead beats none, polished with the ratio ([`Search::polish`]).
+/// Every probe simulates at decode scale 1; the common scale `k` and the request overhead come
+/// in closed form, and `k` scales both pass overheads with the passes.
 pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
     let mut search = Search {
         memo,

@@ -79,13 +79,14 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
         Value::from(d * c.prefill_scale / c.decode_scale),
     );
     let own = |k: &str| pool.and_then(|p| p.get(k)).and_then(Value::as_f64);
-    if c.request_overhead_ms != 0.0 {
-        let base = own("request_overhead_ms").unwrap_or(0.0);
-        keys.insert(
-            "request_overhead_ms".into(),
-            Value::from(base + c.request_overhead_ms),
-        );
-    }
+    // An overhead the corrections add to the pool's own, set only when they have one.
+    let mut add = |k: &str, ms: f64| {
+        if ms != 0.0 {
+            keys.insert(k.into(), Value::from(own(k).unwrap_or(0.0) + ms));
+        }
+    };
+    add("request_overhead_ms", c.request_overhead_ms);
+    add("decode_pass_overhead_ms", c.decode_pass_overhead_ms);
     // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
     // on passes without it).
     if r.modelled_dispatch || c.prefill_pass_overhead_ms != 0.0 {
@@ -97,13 +98,6 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
         keys.insert(
             "prefill_pass_overhead_ms".into(),
             Value::from(base + c.prefill_pass_overhead_ms),
-        );
-    }
-    if c.decode_pass_overhead_ms != 0.0 {
-        let base = own("decode_pass_overhead_ms").unwrap_or(0.0);
-        keys.insert(
-            "decode_pass_overhead_ms".into(),
-            Value::from(base + c.decode_pass_overhead_ms),
         );
     }
     keys

@@ -84,13 +84,15 @@ pub enum DispatchOverhead {
 }
 
 impl DispatchOverhead {
+    const ALL: [DispatchOverhead; 3] = [
+        DispatchOverhead::VllmSglang,
+        DispatchOverhead::Aic,
+        DispatchOverhead::None,
+    ];
+
+    /// The model a flag value names ([`DispatchOverhead::name`]).
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "vllm-sglang" => DispatchOverhead::VllmSglang,
-            "aic" => DispatchOverhead::Aic,
-            "none" => DispatchOverhead::None,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|d| d.name() == s)
     }
 
     /// The flag's value naming it.
