@@ -236,6 +236,54 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
     assert_eq!(a.num_gpu_blocks, 1000);
 }
 
+/// DeepSeek-R1 (FP8 checkpoint) on SGLang 0.5.14: the H200 perf data has context MLA only with
+/// bfloat16 FMHA. Left unset, the FMHA dtype falls back to bfloat16 as AIConfigurator's own
+/// estimate does (the run says so) and times exactly as `aic_fmha_dtype: bfloat16`; set to fp8,
+/// the run still refuses with the estimator's message.
+#[test]
+fn an_fp8_attention_without_perf_data_falls_back_to_bfloat16_like_aic_estimate() {
+    if !have_aic("an_fp8_attention_without_perf_data_falls_back_to_bfloat16_like_aic_estimate") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let engine = |fmha: &str| {
+        format!(
+            r#"{{"aic_backend":"sglang","aic_backend_version":"0.5.14","aic_system":"h200_sxm","aic_model_path":"deepseek-ai/DeepSeek-R1","aic_tp_size":8,"aic_moe_tp_size":8,"aic_gemm_dtype":"fp8","aic_moe_dtype":"fp8_block","engine_type":"sglang"{fmha}}}"#
+        )
+    };
+    let run = |fmha: &str| {
+        let e = engine(fmha);
+        let args = [
+            "--input-tokens",
+            "1024",
+            "--output-tokens",
+            "16",
+            "--request-count",
+            "8",
+            "--replay-concurrency",
+            "4",
+            "--extra-engine-args",
+            &e,
+        ];
+        run_report(&args, cache.path(), &[])
+    };
+    let (auto, stderr) = run("");
+    assert!(
+        stderr.contains("1 with bfloat16 context attention"),
+        "{stderr}"
+    );
+    let (explicit, stderr) = run(r#","aic_fmha_dtype":"bfloat16""#);
+    assert!(!stderr.contains("bfloat16 context attention"), "{stderr}");
+    for k in ["mean_ttft_ms", "mean_itl_ms", "duration_ms"] {
+        assert!(auto[k].as_f64().unwrap() > 0.0, "{k}");
+        assert_eq!(auto[k], explicit[k], "{k}");
+    }
+    let o = one_request_run(&engine(r#","aic_fmha_dtype":"fp8""#), cache.path(), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("context MLA data missing"), "{err}");
+}
+
 #[test]
 fn aic_list_prints_the_installed_database() {
     if !have_aic("aic_list_prints_the_installed_database") {

@@ -94,6 +94,10 @@ struct CompileAnswer {
     systems_root: String,
     #[serde(default)]
     num_gpu_blocks: Option<u64>,
+    /// The context-attention dtype the compile step chose because the perf data has none for the
+    /// one inferred from the checkpoint (AIConfigurator's estimate-path rule), if it did.
+    #[serde(default)]
+    fmha_fallback: Option<String>,
 }
 
 /// A compiled engine as the Python step produced it.
@@ -105,6 +109,8 @@ pub struct CompiledSpec {
     pub systems_root: PathBuf,
     /// Per-rank KV blocks from AIC's memory model, when an estimate was asked for.
     pub num_gpu_blocks: Option<u64>,
+    /// The FMHA dtype used in place of the checkpoint's, when its perf data is missing.
+    pub fmha_fallback: Option<String>,
 }
 
 fn describe(id: &AicEngineId) -> String {
@@ -246,6 +252,8 @@ fn probe() -> Result<Installed, InputError> {
 
 fn cache_key(req: &str, py: &str, installed: &Installed) -> String {
     let mut h = Sha256::new();
+    // The compile step's own code: a dynosim whose step compiles differently recompiles.
+    h.update(HELPER.as_bytes());
     h.update(installed.schema.to_le_bytes());
     h.update(installed.fingerprint.as_bytes());
     h.update([0]);
@@ -288,6 +296,7 @@ fn from_answer(a: CompileAnswer, what: &str) -> Result<CompiledSpec, InputError>
         spec,
         systems_root: PathBuf::from(a.systems_root),
         num_gpu_blocks: a.num_gpu_blocks,
+        fmha_fallback: a.fmha_fallback,
     })
 }
 
@@ -461,6 +470,9 @@ pub struct AicStats {
     pub cached: u64,
     /// Wall time of compiling and loading, in milliseconds.
     pub first_use_ms: u64,
+    /// Loaded engines timed with bfloat16 context-attention data because their perf data has
+    /// none of the checkpoint's fp8 (AIConfigurator's estimate-path fallback).
+    pub fmha_fallback: u64,
     /// The estimator that loaded them (the installed Python package's version), once known.
     pub estimator: Option<&'static str>,
 }
@@ -480,6 +492,14 @@ impl AicStats {
         if let Some(v) = self.estimator {
             line.push_str(&format!(" by aiconfigurator-core {v}"));
         }
+        if self.fmha_fallback > 0 {
+            line.push_str(&format!(
+                "; {} with bfloat16 context attention: the perf data has none for the \
+                 checkpoint's fp8 (as AIConfigurator's own estimate falls back; set \
+                 aic_fmha_dtype to choose)",
+                self.fmha_fallback
+            ));
+        }
         line
     }
 }
@@ -492,6 +512,7 @@ pub struct AicEngines {
     compiled: AtomicU64,
     cached: AtomicU64,
     first_use_us: AtomicU64,
+    fmha_fallback: AtomicU64,
     installed: Mutex<Option<Installed>>,
     server: Mutex<Option<Server>>,
 }
@@ -538,6 +559,9 @@ impl AicEngines {
             None => {
                 let e = Arc::new(load(id, &compiled)?);
                 engines.insert(id.clone(), e.clone());
+                if compiled.fmha_fallback.is_some() {
+                    self.fmha_fallback.fetch_add(1, Ordering::Relaxed);
+                }
                 e
             }
         };
@@ -561,6 +585,7 @@ impl AicEngines {
             compiled: self.compiled.load(Ordering::Relaxed),
             cached: self.cached.load(Ordering::Relaxed),
             first_use_ms: self.first_use_us.load(Ordering::Relaxed) / 1000,
+            fmha_fallback: self.fmha_fallback.load(Ordering::Relaxed),
             estimator: self
                 .installed
                 .lock()

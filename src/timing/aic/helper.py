@@ -162,6 +162,7 @@ def compile_request(req):
     quant["kvcache_quant_mode"] = req.get("kv_cache_dtype")
     sp = req.get("systems_path")
     engine, memory, _ = sdk()
+    fmha_fallback = resolve_fmha(req, parallel, quant)
     try:
         spec = engine.compile_engine(model, req["system"], req["backend"], req["backend_version"], systems_path=sp, **parallel, **quant)
     except Exception as exc:
@@ -184,7 +185,39 @@ def compile_request(req):
             )
         except Exception as exc:
             fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
-    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks})
+    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback})
+
+
+def resolve_fmha(req, parallel, quant):
+    """AIConfigurator's estimate path (cli_estimate) picks the context-attention (FMHA) dtype from
+    the perf data when none is given: an fp8 inferred from the checkpoint, with no fp8 context
+    attention data for the KV dtype but bfloat16 data, becomes bfloat16. `compile_engine` skips
+    that step, and the estimator then cannot answer a prefill. Applies AIC's own rule (both 0.11.0
+    and 0.12.0 have it) to `quant`; returns the dtype it chose when it changed one, else None."""
+    if quant["fmha_quant_mode"] is not None:
+        return None
+    try:
+        from aiconfigurator_core.sdk.config_builders import build_model_config
+        from aiconfigurator_core.sdk.models.helpers import resolve_context_fmha_by_data
+        from aiconfigurator_core.sdk.perf_database import get_database
+    except ImportError:
+        return None
+    try:
+        database = get_database(req["system"], req["backend"], req["backend_version"], systems_paths=req.get("systems_path"))
+        if database is None:
+            return None
+        cfg = build_model_config(
+            pp_size=1,
+            **dict(parallel, moe_tp_size=parallel["moe_tp_size"] or 1, moe_ep_size=parallel["moe_ep_size"] or 1),
+            **quant,
+        )
+        resolve_context_fmha_by_data(cfg, req["model_path"], database, req["backend"], is_context_role=True)
+    except Exception:
+        return None  # no rule applies; the compile step reports any real problem itself
+    if cfg.fmha_quant_mode is None:
+        return None
+    quant["fmha_quant_mode"] = cfg.fmha_quant_mode.name
+    return cfg.fmha_quant_mode.name
 
 
 def main():
