@@ -182,8 +182,9 @@ pub struct MeasuredOptions {
     pub kv_cache_dtype: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
-    /// below TP 8, SGLang's scheduler receive interval for Qwen3.5 on B200 and B300; none = the
-    /// engines' defaults everywhere).
+    /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP, SGLang's
+    /// scheduler receive interval for Qwen3.5 on B200 and B300; none = the engines' defaults
+    /// everywhere).
     #[arg(
         long,
         alias = "batch-wait",

@@ -17,8 +17,8 @@
 
 use super::json_fields::{parse_json_text, JsonObject};
 use super::{
-    BatchWait, EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode, QueuePolicy,
-    SchedulePolicy, WorkerType,
+    AdpBalance, BatchWait, EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode,
+    QueuePolicy, SchedulePolicy, WorkerType,
 };
 use crate::error::InputError;
 use crate::timing::aic::AicArgs;
@@ -507,6 +507,38 @@ fn parse_trtllm(o: &JsonObject, a: &mut EngineArgs) -> Result<(), InputError> {
         ));
     }
     a.batch_wait = wait;
+    let balance = s.non_null(
+        "attention_dp_enable_balance",
+        s.bool("attention_dp_enable_balance")?,
+    )?;
+    let timeout = s.non_null(
+        "attention_dp_timeout_iters",
+        s.int("attention_dp_timeout_iters", 0, u64::from(u32::MAX))?,
+    )?;
+    let batching = s.non_null(
+        "attention_dp_batching_wait_iters",
+        s.int("attention_dp_batching_wait_iters", 0, u64::from(u32::MAX))?,
+    )?;
+    let adp = AdpBalance {
+        enabled: balance.unwrap_or(false),
+        timeout_iters: timeout.map_or(AdpBalance::DEFAULT_TIMEOUT_ITERS, |n| n as u32),
+        batching_wait_iters: batching.map_or(AdpBalance::DEFAULT_BATCHING_WAIT_ITERS, |n| n as u32),
+    };
+    if adp.enabled && a.engine_type != EngineType::Trtllm {
+        return Err(o.error(
+            "trtllm",
+            format!(
+                ".attention_dp_enable_balance: TRT-LLM's attention-DP balancing applies only to \
+                 engine_type=trtllm, got engine_type={}",
+                a.engine_type.display_name()
+            ),
+        ));
+    }
+    a.adp_balance = if adp.enabled {
+        adp
+    } else {
+        AdpBalance::default()
+    };
     Ok(())
 }
 
@@ -1069,6 +1101,46 @@ mod tests {
         let m = err(json!({"engine_type": "trtllm",
             "trtllm": {"batch_wait_timeout_iters": 2.5}}));
         assert!(m.contains("batch_wait_timeout_iters"), "{m}");
+    }
+
+    #[test]
+    fn trtllm_attention_dp_balancing() {
+        let a = ok(json!({"engine_type": "trtllm", "dp_size": 8,
+            "trtllm": {"attention_dp_enable_balance": true, "attention_dp_timeout_iters": 60,
+                       "attention_dp_batching_wait_iters": 0}}));
+        assert_eq!(
+            a.adp_balance,
+            AdpBalance {
+                enabled: true,
+                timeout_iters: 60,
+                batching_wait_iters: 0
+            }
+        );
+        // TRT-LLM's defaults for the counts; off unless enabled (the counts alone do nothing).
+        let a = ok(json!({"engine_type": "trtllm",
+            "trtllm": {"attention_dp_enable_balance": true}}));
+        assert_eq!(
+            (
+                a.adp_balance.timeout_iters,
+                a.adp_balance.batching_wait_iters
+            ),
+            (50, 10)
+        );
+        let a = ok(json!({"engine_type": "trtllm",
+            "trtllm": {"attention_dp_timeout_iters": 60}}));
+        assert!(a.adp_balance.is_off());
+        assert!(ok(json!({"engine_type": "trtllm"})).adp_balance.is_off());
+        let m = err(json!({"trtllm": {"attention_dp_enable_balance": true}}));
+        assert!(
+            m.contains("attention-DP balancing applies only to engine_type=trtllm"),
+            "{m}"
+        );
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"attention_dp_enable_balance": "yes"}}));
+        assert!(m.contains("attention_dp_enable_balance"), "{m}");
+        let m = err(json!({"engine_type": "trtllm",
+            "trtllm": {"attention_dp_enable_balance": true, "attention_dp_timeout_iters": -1}}));
+        assert!(m.contains("attention_dp_timeout_iters"), "{m}");
     }
 
     #[test]

@@ -176,6 +176,11 @@ pub struct EngineArgs {
     /// them; off by default).
     #[serde(skip_serializing_if = "BatchWait::is_off")]
     pub batch_wait: BatchWait,
+    /// TRT-LLM's attention-DP balancing (`trtllm.attention_dp_enable_balance`,
+    /// `trtllm.attention_dp_timeout_iters`, `trtllm.attention_dp_batching_wait_iters`; read for
+    /// `engine_type` trtllm only, acting with `dp_size` > 1; DynoSim ignores them; off by default).
+    #[serde(skip_serializing_if = "AdpBalance::is_off")]
+    pub adp_balance: AdpBalance,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -208,6 +213,7 @@ impl Default for EngineArgs {
             prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
             batch_wait: BatchWait::default(),
+            adp_balance: AdpBalance::default(),
             timing: Timing::default(),
         }
     }
@@ -235,6 +241,29 @@ impl BatchWait {
     }
 }
 
+/// TRT-LLM's attention-DP balancing (its `attention_dp_config`: `enable_balance`,
+/// `timeout_iters`, `batching_wait_iters`), decided each pass over all DP ranks of a worker:
+/// new prompts join only in a pass where every rank has one to schedule and room for it (and
+/// then, while every rank also decodes, only after `batching_wait_iters` such passes), or after
+/// `timeout_iters` passes without that, or when some rank has nothing to decode. Off by default;
+/// TRT-LLM's own defaults when enabled are 50 and 10.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct AdpBalance {
+    pub enabled: bool,
+    pub timeout_iters: u32,
+    pub batching_wait_iters: u32,
+}
+
+impl AdpBalance {
+    /// TRT-LLM's defaults of the two counts.
+    pub const DEFAULT_TIMEOUT_ITERS: u32 = 50;
+    pub const DEFAULT_BATCHING_WAIT_ITERS: u32 = 10;
+
+    pub fn is_off(&self) -> bool {
+        !self.enabled
+    }
+}
+
 impl EngineArgs {
     /// The same engine with the settings its engine type never reads put back to their
     /// defaults: two engines whose `without_unread` are equal simulate identically. SGLang does
@@ -259,6 +288,7 @@ impl EngineArgs {
         }
         if e.engine_type != EngineType::Trtllm {
             e.batch_wait = d.batch_wait;
+            e.adp_balance = d.adp_balance;
         }
         e
     }

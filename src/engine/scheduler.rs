@@ -5,7 +5,7 @@
 use super::kv::KvEvent;
 use super::sglang::SglangEngine;
 use super::stall::StallCause;
-use super::vllm::{Engine, PassOutput, Reservation};
+use super::vllm::{AdpDemand, Engine, PassOutput, Reservation};
 use crate::config::{EngineArgs, EngineType};
 use crate::timing::LatencyModel;
 use crate::workload::sharing::PromptBlocks;
@@ -68,6 +68,21 @@ impl<M: LatencyModel> Scheduler<M> {
         match self {
             Scheduler::Vllm(e) => e.enqueue(req, uuid, input, max_output, shared),
             Scheduler::Sglang(e) => e.enqueue(req, input, max_output),
+        }
+    }
+
+    /// What the next pass would schedule, for TRT-LLM's attention-DP balancing (`None` for
+    /// SGLang, which has no such setting).
+    pub fn adp_demand(&self) -> Option<AdpDemand> {
+        match self {
+            Scheduler::Vllm(e) => Some(e.adp_demand()),
+            Scheduler::Sglang(_) => None,
+        }
+    }
+
+    pub fn set_adp_hold(&mut self, hold: bool) {
+        if let Scheduler::Vllm(e) = self {
+            e.set_adp_hold(hold);
         }
     }
 

@@ -129,6 +129,21 @@ pub struct Engine<M: LatencyModel> {
     pending_destinations: bool,
     /// TRT-LLM's batch waiting: consecutive passes that have held the waiting prompts back.
     batch_wait_passes: u32,
+    /// TRT-LLM's attention-DP balancing held the waiting prompts back for the next pass (set by
+    /// the worker, which decides over all its ranks).
+    adp_hold: bool,
+}
+
+/// What one DP rank would schedule in its next pass, as TRT-LLM's attention-DP balancing counts
+/// it across ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdpDemand {
+    /// Some prompt would be scheduled: one is being computed, or one waits and a slot is free.
+    pub context: bool,
+    /// Sequences that would decode.
+    pub decoding: u32,
+    /// Fewer sequences decode than `max_num_seqs` (TRT-LLM's `max_batch_size`).
+    pub free_slot: bool,
 }
 
 impl<M: LatencyModel> Engine<M> {
@@ -154,7 +169,35 @@ impl<M: LatencyModel> Engine<M> {
             scratch_allocs: Vec::new(),
             pending_destinations: false,
             batch_wait_passes: 0,
+            adp_hold: false,
         }
+    }
+
+    /// What the next pass would schedule, for TRT-LLM's attention-DP balancing.
+    pub fn adp_demand(&self) -> AdpDemand {
+        let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
+        let mut decoding = 0u32;
+        let mut prefilling = false;
+        for &s in &self.running {
+            let seq = &self.seqs[s as usize];
+            if seq.num_computed >= seq.input {
+                decoding += 1;
+            } else {
+                prefilling = true;
+            }
+        }
+        let joins = !self.waiting.is_empty() && (self.running.len() as u64) < max_seqs;
+        AdpDemand {
+            context: prefilling || joins,
+            decoding,
+            free_slot: u64::from(decoding) < max_seqs,
+        }
+    }
+
+    /// Whether the next pass holds the waiting prompts back (TRT-LLM's attention-DP balancing,
+    /// decided by the worker over all its ranks).
+    pub fn set_adp_hold(&mut self, hold: bool) {
+        self.adp_hold = hold;
     }
 
     pub fn pool(&self) -> &KvPool {
@@ -870,7 +913,7 @@ impl<M: LatencyModel> Engine<M> {
         // itself: a prebuilt sequence (nothing to compute) is still admitted, then admission
         // stops; a sequence with work to compute is blocked by it.
         let max_seqs = self.args.max_num_seqs.unwrap_or(u64::MAX);
-        if preempted == 0 && !self.holds_prompts(budget, max_seqs) {
+        if preempted == 0 && !self.adp_hold && !self.holds_prompts(budget, max_seqs) {
             while (self.running.len() as u64) < max_seqs {
                 // While hand-offs wait for capacity here, only prebuilt sequences (their KV
                 // already reserved) are admitted, in queue order; a sequence needing fresh KV

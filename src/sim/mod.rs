@@ -7,6 +7,7 @@
 //! arrivals, then starts a pass on every idle worker that has work. Passes are computed eagerly
 //! when they start; their tokens and completions become visible at the pass end.
 
+mod adp_balance;
 mod collector;
 pub(crate) mod driver;
 pub(crate) mod early_stop;
@@ -103,6 +104,8 @@ struct Worker {
     /// pass ends (DynoSim defers them the same way): destination activations on a decode
     /// worker, source releases on a prefill worker.
     deferred: Vec<u32>,
+    /// TRT-LLM's attention-DP balancing over the worker's ranks (off unless configured).
+    balancer: adp_balance::Balancer,
 }
 
 /// Routing state of one pool.
@@ -898,6 +901,13 @@ impl<'w> Sim<'w> {
         if worker.role == Role::Decode {
             let pending = !worker.pending_reservations.is_empty();
             worker.ranks[0].set_pending_destinations(pending);
+        }
+        if worker.balancer.is_on() {
+            let demands = worker.ranks.iter().filter_map(|e| e.adp_demand());
+            let hold = worker.balancer.holds(demands);
+            for engine in worker.ranks.iter_mut() {
+                engine.set_adp_hold(hold);
+            }
         }
         for (rank, engine) in worker.ranks.iter_mut().enumerate() {
             let out = &mut worker.outputs[rank];

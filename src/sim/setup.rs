@@ -192,6 +192,7 @@ fn add_pool(
             pass_end_at: 0.0,
             pending_reservations: Default::default(),
             deferred: Vec::new(),
+            balancer: super::adp_balance::Balancer::new(args.adp_balance, args.dp_size),
         });
     }
     let router = match router_cfg {

@@ -13,8 +13,8 @@
 //!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
 //! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
-//! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting (the `trtllm`
-//!   object) and SGLang's receive interval (the `sglang` object).
+//! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting and attention-DP
+//!   balancing (the `trtllm` object) and SGLang's receive interval (the `sglang` object).
 //!
 //! Points read with the command line's deployment flags (AIPerf exports) take them as given.
 
@@ -123,6 +123,9 @@ pub enum LaunchSettings {
     /// As InferenceX's launch scripts ran the measured servers:
     /// * TRT-LLM, Llama 70B at ISL/OSL 1024/1024 below TP 8: `batch_wait_timeout_iters: 20`
     ///   and `batch_wait_max_tokens_ratio: 0.9` (their `70b_fp8_*_trt` scripts);
+    /// * TRT-LLM, DeepSeek-R1 with attention DP: `attention_dp_config` with `enable_balance`,
+    ///   `timeout_iters: 60`, `batching_wait_iters: 0` (their `dsr1_*_trt` scripts, FP8 and FP4,
+    ///   H200 and B200, with and without MTP);
     /// * SGLang, Qwen3.5: `--scheduler-recv-interval` 30 at concurrency 16 and above and 10
     ///   below on B200 (FP8 and BF16; 30 with FP4 weights), on B300 10 with FP8 weights and as
     ///   on B200 with BF16 (their `qwen3.5_*_{b200,b300}` scripts; the B300 FP4 and H200
@@ -151,12 +154,23 @@ impl LaunchSettings {
         }
     }
 
-    /// The `trtllm` object of a row's pool (`None`: no batch waiting).
+    /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).
     fn trtllm(self, p: &MeasuredPoint, pool: &Parallel) -> Option<Value> {
         let model = p.model.to_ascii_lowercase();
         let llama_70b = model.contains("llama") && model.contains("70b");
         let short = p.workload.isl == 1024 && p.workload.osl == 1024;
         match self {
+            LaunchSettings::InferenceX
+                if p.backend == "trtllm"
+                    && model.contains("deepseek-r1")
+                    && pool.attention_dp > 1 =>
+            {
+                Some(json!({
+                    "attention_dp_enable_balance": true,
+                    "attention_dp_timeout_iters": 60,
+                    "attention_dp_batching_wait_iters": 0,
+                }))
+            }
             LaunchSettings::InferenceX
                 if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 =>
             {

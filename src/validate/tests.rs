@@ -420,6 +420,29 @@ fn sglang_qwen35_rows_get_inferencexs_scheduler_receive_interval() {
 }
 
 #[test]
+fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
+    // H200 DeepSeek-R1 on TRT-LLM: TP 1 × attention DP 8 with EP 8, 32 per rank (concurrency
+    // 256), and the same model at TP 8 without attention DP.
+    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let trtllm_object = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], opts, Some(&catalog())).unwrap();
+        r.extra_engine_args.unwrap().get("trtllm").cloned()
+    };
+    let t = trtllm_object(dp, &Options::default()).expect("balancing with attention DP");
+    assert_eq!(t["attention_dp_enable_balance"], true);
+    assert_eq!(t["attention_dp_timeout_iters"], 60);
+    assert_eq!(t["attention_dp_batching_wait_iters"], 0);
+    assert!(trtllm_object(tp, &Options::default()).is_none());
+    let none = Options {
+        launch: LaunchSettings::None,
+        ..Options::default()
+    };
+    assert!(trtllm_object(dp, &none).is_none());
+}
+
+#[test]
 fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
     let trt = LLAMA.replacen(",vllm,", ",trtllm,", 1);
     let trtllm_object = |row: &str, opts: &Options| {
