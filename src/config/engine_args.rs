@@ -484,26 +484,35 @@ fn parse_trtllm(o: &JsonObject, a: &mut EngineArgs) -> Result<(), InputError> {
     let inner_origin = format!("{}: trtllm", o.origin());
     let value = Value::Object(t.clone());
     let s = JsonObject::new(&value, &inner_origin, "trtllm")?;
-    let iters = s.non_null(
-        "batch_wait_timeout_iters",
-        s.int("batch_wait_timeout_iters", 0, u64::from(u32::MAX))?,
-    )?;
+    // A TRT-LLM iteration count (passes), when set.
+    let iters = |key: &str| -> Result<Option<u32>, InputError> {
+        Ok(s.non_null(key, s.int(key, 0, u64::from(u32::MAX))?)?
+            .map(|n| n as u32))
+    };
+    // A TRT-LLM scheduler setting given for another engine type.
+    let engine_type = a.engine_type;
+    let not_trtllm = |keys: &str, what: &str| {
+        o.error(
+            "trtllm",
+            format!(
+                "{keys}: TRT-LLM's {what} applies only to engine_type=trtllm, got engine_type={}",
+                engine_type.display_name()
+            ),
+        )
+    };
+    let wait_iters = iters("batch_wait_timeout_iters")?;
     let ratio = s.non_null(
         "batch_wait_max_tokens_ratio",
         s.float("batch_wait_max_tokens_ratio", 0.0, 1.0)?,
     )?;
     let wait = BatchWait {
-        timeout_iters: iters.map_or(0, |n| n as u32),
+        timeout_iters: wait_iters.unwrap_or(0),
         max_tokens_ratio: ratio.unwrap_or(0.0),
     };
-    if !wait.is_off() && a.engine_type != EngineType::Trtllm {
-        return Err(o.error(
-            "trtllm",
-            format!(
-                ".batch_wait_timeout_iters / .batch_wait_max_tokens_ratio: TRT-LLM's batch \
-                 waiting applies only to engine_type=trtllm, got engine_type={}",
-                a.engine_type.display_name()
-            ),
+    if !wait.is_off() && engine_type != EngineType::Trtllm {
+        return Err(not_trtllm(
+            ".batch_wait_timeout_iters / .batch_wait_max_tokens_ratio",
+            "batch waiting",
         ));
     }
     a.batch_wait = wait;
@@ -511,27 +520,17 @@ fn parse_trtllm(o: &JsonObject, a: &mut EngineArgs) -> Result<(), InputError> {
         "attention_dp_enable_balance",
         s.bool("attention_dp_enable_balance")?,
     )?;
-    let timeout = s.non_null(
-        "attention_dp_timeout_iters",
-        s.int("attention_dp_timeout_iters", 0, u64::from(u32::MAX))?,
-    )?;
-    let batching = s.non_null(
-        "attention_dp_batching_wait_iters",
-        s.int("attention_dp_batching_wait_iters", 0, u64::from(u32::MAX))?,
-    )?;
     let adp = AdpBalance {
         enabled: balance.unwrap_or(false),
-        timeout_iters: timeout.map_or(AdpBalance::DEFAULT_TIMEOUT_ITERS, |n| n as u32),
-        batching_wait_iters: batching.map_or(AdpBalance::DEFAULT_BATCHING_WAIT_ITERS, |n| n as u32),
+        timeout_iters: iters("attention_dp_timeout_iters")?
+            .unwrap_or(AdpBalance::DEFAULT_TIMEOUT_ITERS),
+        batching_wait_iters: iters("attention_dp_batching_wait_iters")?
+            .unwrap_or(AdpBalance::DEFAULT_BATCHING_WAIT_ITERS),
     };
-    if adp.enabled && a.engine_type != EngineType::Trtllm {
-        return Err(o.error(
-            "trtllm",
-            format!(
-                ".attention_dp_enable_balance: TRT-LLM's attention-DP balancing applies only to \
-                 engine_type=trtllm, got engine_type={}",
-                a.engine_type.display_name()
-            ),
+    if adp.enabled && engine_type != EngineType::Trtllm {
+        return Err(not_trtllm(
+            ".attention_dp_enable_balance",
+            "attention-DP balancing",
         ));
     }
     a.adp_balance = if adp.enabled {
