@@ -177,14 +177,15 @@ pub struct MeasuredOptions {
     #[arg(long, default_value_t = 0.8, value_name = "R")]
     pub random_range_ratio: f64,
     /// Table rows: KV-cache dtype (auto = as the measured servers ran: fp8 for vLLM and TRT-LLM
-    /// rows with FP8/FP4 weights, the model's default otherwise; model, fp8, bfloat16).
+    /// rows with FP8/FP4 weights and such SGLang rows on B200 and B300, the model's default
+    /// otherwise; model, fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
-    /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP, SGLang's
-    /// scheduler receive interval for Qwen3.5 on B200 and B300; none = the engines' defaults
-    /// everywhere).
+    /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's
+    /// scheduler receive interval, prefill budgets and memory fraction for DeepSeek-R1 and
+    /// Qwen3.5; none = the engines' defaults everywhere).
     #[arg(
         long,
         alias = "batch-wait",

@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KvCacheDtype {
     /// As the measured deployments ran: FP8 for vLLM and TRT-LLM rows with FP8 or FP4 weights
-    /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`), the
+    /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`) and
+    /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`; H200's DeepSeek-R1
+    /// script sets none, and AIC has no FP8-KV context attention for Qwen3.5 there), the
     /// model's default (BF16 unless its checkpoint says otherwise) for every other row.
     #[default]
     Auto,
@@ -53,7 +55,7 @@ impl KvCacheDtype {
     }
 
     /// The `aic_kv_cache_dtype` of a row (`None`: the model's default).
-    fn for_row(self, backend: &str, t: &TableDeployment) -> Option<&'static str> {
+    fn for_row(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<&'static str> {
         match self {
             KvCacheDtype::Model => None,
             KvCacheDtype::Fp8 => Some("fp8"),
@@ -62,7 +64,9 @@ impl KvCacheDtype {
                 let low_precision = t.gemm_quant.starts_with("fp8")
                     || t.gemm_quant.contains("fp4")
                     || matches!(t.precision.as_str(), "fp8" | "fp4");
-                (low_precision && matches!(backend, "vllm" | "trtllm")).then_some("fp8")
+                let sglang_fp8 = p.backend == "sglang" && p.system != "h200_sxm";
+                let fp8_kv = matches!(p.backend.as_str(), "vllm" | "trtllm") || sglang_fp8;
+                (low_precision && fp8_kv).then_some("fp8")
             }
         }
     }
@@ -126,10 +130,10 @@ pub enum LaunchSettings {
     /// * TRT-LLM, DeepSeek-R1 with attention DP: `attention_dp_config` with `enable_balance`,
     ///   `timeout_iters: 60`, `batching_wait_iters: 0` (their `dsr1_*_trt` scripts, FP8 and FP4,
     ///   H200 and B200, with and without MTP);
-    /// * SGLang, Qwen3.5: `--scheduler-recv-interval` 30 at concurrency 16 and above and 10
-    ///   below on B200 (FP8 and BF16; 30 with FP4 weights), on B300 10 with FP8 weights and as
-    ///   on B200 with BF16 (their `qwen3.5_*_{b200,b300}` scripts; the B300 FP4 and H200
-    ///   scripts set none);
+    /// * SGLang, DeepSeek-R1 and Qwen3.5: their `dsr1_*` and `qwen3.5_*` scripts'
+    ///   `--mem-fraction-static`, `--chunked-prefill-size`, `--max-prefill-tokens` and
+    ///   `--scheduler-recv-interval` ([`SglangServer`]; their `--max-running-requests` is left
+    ///   at the concurrency, which the measured rows above it show no cap at);
     ///
     /// every other row with the engines' defaults.
     #[default]
@@ -183,28 +187,81 @@ impl LaunchSettings {
         }
     }
 
-    /// The `sglang` object of a row's pool (`None`: SGLang's default receive interval, 1).
-    fn sglang(self, p: &MeasuredPoint, gemm_quant: &str) -> Option<Value> {
-        if self == LaunchSettings::None
-            || p.backend != "sglang"
-            || !p.model.to_ascii_lowercase().contains("qwen3.5")
-        {
+    /// The SGLang server a row's pool ran as (`None`: SGLang's defaults). The receive
+    /// interval is 30 at concurrency 16 and above and 10 below where a script makes it depend
+    /// on the concurrency (B200; B300 with BF16 or FP4 weights); H200 sets none.
+    fn sglang(self, p: &MeasuredPoint, pool: &Parallel, gemm_quant: &str) -> Option<SglangServer> {
+        if self == LaunchSettings::None || p.backend != "sglang" {
             return None;
         }
-        let by_concurrency = if p.workload.concurrency.unwrap_or(0) >= 16 {
-            30
-        } else {
-            10
-        };
+        let model = p.model.to_ascii_lowercase();
+        let concurrency = u64::from(p.workload.concurrency.unwrap_or(0));
+        let by_concurrency = if concurrency >= 16 { 30 } else { 10 };
         let fp4 = gemm_quant.contains("fp4");
-        let interval = match p.system.as_str() {
-            "b200_sxm" if fp4 => 30,
-            "b200_sxm" => by_concurrency,
-            "b300_sxm" if gemm_quant.starts_with("fp8") => 10,
-            "b300_sxm" if !fp4 => by_concurrency,
-            _ => return None,
+        let fp8 = gemm_quant.starts_with("fp8");
+        let server = |mem: f64, chunk: u64, prefill: Option<u64>, recv| SglangServer {
+            mem_fraction_static: mem,
+            chunked_prefill_size: chunk,
+            max_prefill_tokens: prefill,
+            scheduler_recv_interval: recv,
         };
-        Some(json!({ "scheduler_recv_interval": interval }))
+        Some(if model.contains("deepseek-r1") {
+            match p.system.as_str() {
+                "h200_sxm" => server(0.82, 32768, Some(32768), None),
+                "b200_sxm" if fp4 => server(0.85, 16384, None, Some(by_concurrency)),
+                "b200_sxm" if pool.tp * pool.attention_dp < 8 => {
+                    server(0.95, 8192, Some(8192), Some(10))
+                }
+                "b200_sxm" => server(0.82, 32768, Some(32768), Some(by_concurrency)),
+                _ => return None,
+            }
+        } else if model.contains("qwen3.5") {
+            match p.system.as_str() {
+                "h200_sxm" => server(0.8, 16384, fp8.then_some(16384), None),
+                "b200_sxm" if fp4 => server(0.85, 32768, Some(32768), Some(30)),
+                "b300_sxm" if fp8 => server(0.8, 16384, Some(16384), Some(10)),
+                "b300_sxm" if fp4 => server(0.8, 32768, Some(32768), Some(by_concurrency)),
+                "b200_sxm" | "b300_sxm" => server(0.82, 32768, Some(32768), Some(by_concurrency)),
+                _ => return None,
+            }
+        } else {
+            return None;
+        })
+    }
+}
+
+/// The settings of an InferenceX SGLang launch script that the simulation has keys for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SglangServer {
+    /// `--mem-fraction-static`.
+    mem_fraction_static: f64,
+    /// `--chunked-prefill-size`.
+    chunked_prefill_size: u64,
+    /// `--max-prefill-tokens` (`None`: SGLang's 16384).
+    max_prefill_tokens: Option<u64>,
+    /// `--scheduler-recv-interval` (`None`: a receive every pass).
+    scheduler_recv_interval: Option<u64>,
+}
+
+impl SglangServer {
+    /// Sets the engine keys: `mem_fraction_static`, `max_num_seqs` and the `sglang` object.
+    fn apply(&self, o: &mut Map<String, Value>) {
+        o.insert(
+            "mem_fraction_static".into(),
+            json!(self.mem_fraction_static),
+        );
+        let mut s = Map::new();
+        s.insert(
+            "chunked_prefill_size".into(),
+            json!(self.chunked_prefill_size),
+        );
+        if let Some(n) = self.max_prefill_tokens {
+            s.insert("max_prefill_tokens".into(), json!(n));
+        }
+        if let Some(n) = self.scheduler_recv_interval {
+            s.insert("scheduler_recv_interval".into(), json!(n));
+        }
+        o.insert("sglang".into(), Value::Object(s));
     }
 }
 
@@ -621,7 +678,7 @@ fn from_table(
         )
     })?;
     let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
-    let kv = opts.kv_cache_dtype.for_row(&p.backend, t);
+    let kv = opts.kv_cache_dtype.for_row(p, t);
     // NVFP4 needs Blackwell's FP4 tensor cores: an FP4 row on an older GPU ran the checkpoint's
     // own 4-bit format (gpt-oss's MXFP4 weights with BF16 activations), which is the model's
     // default in AIC.
@@ -677,8 +734,8 @@ fn from_table(
         if let Some(trtllm) = opts.launch.trtllm(p, pool) {
             set("trtllm", trtllm);
         }
-        if let Some(sglang) = opts.launch.sglang(p, &t.gemm_quant) {
-            set("sglang", sglang);
+        if let Some(server) = opts.launch.sglang(p, pool, &t.gemm_quant) {
+            server.apply(&mut o);
         }
         Value::Object(o)
     };

@@ -364,26 +364,34 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
 }
 
 #[test]
-fn sglang_qwen35_rows_get_inferencexs_scheduler_receive_interval() {
+fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     let mut aic = catalog();
     let h200 = aic.databases["h200_sxm"].clone();
     for system in ["b200_sxm", "b300_sxm"] {
         aic.databases.insert(system.to_string(), h200.clone());
     }
     aic.models.push("Qwen/Qwen3.5-397B-A17B".to_string());
-    let sglang_object = |row: &str, opts: &Options| {
+    aic.models.push("deepseek-ai/DeepSeek-R1".to_string());
+    let engine = |row: &str, opts: &Options| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         let (r, _) = recipe(&pts[0], opts, Some(&aic)).unwrap();
-        r.extra_engine_args.unwrap().get("sglang").cloned()
+        r.extra_engine_args.unwrap()
     };
+    let defaults = Options::default();
     let qwen = LLAMA
         .replacen(",vllm,", ",sglang,", 1)
         .replacen("meta-llama/Llama-3.1-70B", "Qwen/Qwen3.5-397B-A17B", 1)
         .replacen(",h200_sxm,", ",b200_sxm,", 1);
-    let defaults = Options::default();
-    // B200: 30 at concurrency 16 and above, 10 below (the row's concurrency is 16).
-    let s = sglang_object(&qwen, &defaults).expect("a receive interval on B200");
-    assert_eq!(s["scheduler_recv_interval"], 30);
+    // B200 (qwen3.5_fp8_b200.sh): a receive every 30 passes at concurrency 16 and above, 10
+    // below; 32768-token chunks and prefill budget; 0.82 of the GPU; an FP8 KV cache. The
+    // concurrency still bounds the running requests (the measured rows above 128 show no cap).
+    let e = engine(&qwen, &defaults);
+    assert_eq!(e["sglang"]["scheduler_recv_interval"], 30);
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 32768);
+    assert_eq!(e["sglang"]["max_prefill_tokens"], 32768);
+    assert_eq!(e["mem_fraction_static"], 0.82);
+    assert_eq!(e["aic_kv_cache_dtype"], "fp8");
+    assert_eq!(e["max_num_seqs"], 16);
     let c8 = qwen.replacen(",fp8,fp8,16,", ",fp8,fp8,8,", 1).replacen(
         "silicon_concurrency=16",
         "silicon_concurrency=8",
@@ -391,32 +399,64 @@ fn sglang_qwen35_rows_get_inferencexs_scheduler_receive_interval() {
     );
     assert_ne!(c8, qwen);
     assert_eq!(
-        sglang_object(&c8, &defaults).unwrap()["scheduler_recv_interval"],
+        engine(&c8, &defaults)["sglang"]["scheduler_recv_interval"],
         10
     );
-    // B300 with FP8 weights: 10; H200: SGLang's default (every pass); not on other models.
+    // B300 with FP8 weights: 10, 16384-token chunks; with BF16 weights as on B200, and the
+    // model's KV dtype.
     let b300 = qwen.replacen(",b200_sxm,", ",b300_sxm,", 1);
-    assert_eq!(
-        sglang_object(&b300, &defaults).unwrap()["scheduler_recv_interval"],
-        10
-    );
-    let b300_bf16 = b300.replacen(",fp8,fp8,16,", ",,,16,", 1);
+    let e = engine(&b300, &defaults);
+    assert_eq!(e["sglang"]["scheduler_recv_interval"], 10);
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 16384);
+    assert_eq!(e["mem_fraction_static"], 0.8);
+    let b300_bf16 = b300.replacen(",fp8,agg,1024,1024,fp8,fp8,", ",bf16,agg,1024,1024,,,", 1);
     assert_ne!(b300_bf16, b300);
-    assert_eq!(
-        sglang_object(&b300_bf16, &defaults).unwrap()["scheduler_recv_interval"],
-        30
+    let e = engine(&b300_bf16, &defaults);
+    assert_eq!(e["sglang"]["scheduler_recv_interval"], 30);
+    assert!(e.get("aic_kv_cache_dtype").is_none());
+    // H200: no receive interval, 16384-token chunks, and the model's KV dtype (AIC 0.12.0 has
+    // no FP8-KV context attention for Qwen3.5 on H200 SGLang).
+    let e = engine(&qwen.replacen(",b200_sxm,", ",h200_sxm,", 1), &defaults);
+    assert!(e["sglang"].get("scheduler_recv_interval").is_none());
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 16384);
+    assert_eq!(e["sglang"]["max_prefill_tokens"], 16384);
+    assert!(e.get("aic_kv_cache_dtype").is_none());
+    // DeepSeek-R1 on B200 (dsr1_fp8_b200.sh at TP 8, dsr1_fp4_b200.sh) and H200 (dsr1_fp8_h200.sh).
+    let dsr1 = qwen.replacen("Qwen/Qwen3.5-397B-A17B", "deepseek-ai/DeepSeek-R1", 1);
+    let tp8 = dsr1.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1);
+    assert_ne!(tp8, dsr1);
+    let e = engine(&tp8, &defaults);
+    assert_eq!(e["sglang"]["scheduler_recv_interval"], 30);
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 32768);
+    assert_eq!(e["mem_fraction_static"], 0.82);
+    let fp4 = tp8.replacen(
+        ",fp8,agg,1024,1024,fp8,fp8,",
+        ",fp4,agg,1024,1024,nvfp4,nvfp4,",
+        1,
     );
-    let h200 = qwen.replacen(",b200_sxm,", ",h200_sxm,", 1);
-    assert!(sglang_object(&h200, &defaults).is_none());
+    assert_ne!(fp4, tp8);
+    let e = engine(&fp4, &defaults);
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 16384);
+    assert!(e["sglang"].get("max_prefill_tokens").is_none());
+    assert_eq!(e["mem_fraction_static"], 0.85);
+    let e = engine(&tp8.replacen(",b200_sxm,", ",h200_sxm,", 1), &defaults);
+    assert!(e["sglang"].get("scheduler_recv_interval").is_none());
+    assert_eq!(e["sglang"]["max_prefill_tokens"], 32768);
+    assert!(e.get("aic_kv_cache_dtype").is_none());
+    // Not on other models; `--launch-settings none` leaves SGLang's defaults (the KV dtype
+    // follows `--kv-cache-dtype`).
     let llama = LLAMA
         .replacen(",vllm,", ",sglang,", 1)
         .replacen(",h200_sxm,", ",b200_sxm,", 1);
-    assert!(sglang_object(&llama, &defaults).is_none());
+    let e = engine(&llama, &defaults);
+    assert!(e.get("sglang").is_none() && e.get("mem_fraction_static").is_none());
     let none = Options {
         launch: LaunchSettings::None,
         ..Options::default()
     };
-    assert!(sglang_object(&qwen, &none).is_none());
+    let e = engine(&qwen, &none);
+    assert!(e.get("sglang").is_none() && e.get("mem_fraction_static").is_none());
+    assert_eq!(e["aic_kv_cache_dtype"], "fp8");
 }
 
 #[test]
