@@ -33,8 +33,9 @@ pub enum KvCacheDtype {
     /// As the measured deployments ran: FP8 for vLLM and TRT-LLM rows with FP8 or FP4 weights
     /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`) and
     /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`; H200's DeepSeek-R1
-    /// script sets none, and AIC has no FP8-KV context attention for Qwen3.5 there), the
-    /// model's default (BF16 unless its checkpoint says otherwise) for every other row.
+    /// script sets none, and AIC has no FP8-KV context attention for Qwen3.5 there), AIC's
+    /// default for the model (BF16 unless its checkpoint says otherwise; FP8 for DeepSeek-R1)
+    /// for every other row.
     #[default]
     Auto,
     /// AIC's default for the model (its checkpoint's KV quantisation, else BF16).
