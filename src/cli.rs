@@ -169,7 +169,8 @@ pub struct ValidateArgs {
 /// How `validate` and `calibrate` simulate measured points.
 #[derive(Debug, Clone, Args)]
 pub struct MeasuredOptions {
-    /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C).
+    /// Table rows: requests per unit of concurrency (the benchmark's --num-prompts 10×C; rows
+    /// whose script sent another count keep it under --launch-settings inferencex).
     #[arg(long, default_value_t = 10, value_name = "K")]
     pub prompts_per_concurrency: u32,
     /// Table rows: input and output lengths uniform in [⌊R·L⌋, L] (the benchmark's
@@ -185,7 +186,8 @@ pub struct MeasuredOptions {
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
     /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's
     /// scheduler receive interval, prefill budgets and memory fraction for DeepSeek-R1 and
-    /// Qwen3.5; none = the engines' defaults everywhere).
+    /// Qwen3.5, and one wave of C prompts for Qwen3.5 on B300; none = the engines' defaults
+    /// and --prompts-per-concurrency everywhere).
     #[arg(
         long,
         alias = "batch-wait",

@@ -134,7 +134,8 @@ pub enum LaunchSettings {
     /// * SGLang, DeepSeek-R1 and Qwen3.5: their `dsr1_*` and `qwen3.5_*` scripts'
     ///   `--mem-fraction-static`, `--chunked-prefill-size`, `--max-prefill-tokens` and
     ///   `--scheduler-recv-interval` ([`SglangServer`]; their `--max-running-requests` is left
-    ///   at the concurrency, which the measured rows above it show no cap at);
+    ///   at the concurrency, which the measured rows above it show no cap at); and for
+    ///   Qwen3.5 on B300 their client's `--num-prompts $CONC`, one wave of C prompts;
     ///
     /// every other row with the engines' defaults.
     #[default]
@@ -157,6 +158,18 @@ impl LaunchSettings {
             LaunchSettings::InferenceX => "inferencex",
             LaunchSettings::None => "none",
         }
+    }
+
+    /// The benchmark's prompts per unit of concurrency where a script sent other than
+    /// `--num-prompts 10×C` (`None`: `--prompts-per-concurrency`): InferenceX's Qwen3.5 scripts
+    /// for B300 (`qwen3.5_*_b300.sh`) send `--num-prompts $CONC`, one wave of C prompts.
+    fn prompts_per_concurrency(self, p: &MeasuredPoint) -> Option<u32> {
+        let qwen = p.model.to_ascii_lowercase().contains("qwen3.5");
+        (self == LaunchSettings::InferenceX
+            && p.backend == "sglang"
+            && qwen
+            && p.system == "b300_sxm")
+            .then_some(1)
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).
@@ -578,9 +591,15 @@ pub fn recipe(
     catalog: Option<&AicCatalog>,
 ) -> Result<(Recipe, String), Unsupported> {
     let w = &p.workload;
+    let per_concurrency = match &p.deployment {
+        Deployment::Table(_) => opts.launch.prompts_per_concurrency(p),
+        _ => None,
+    };
     let request_count = match (w.request_count, w.concurrency) {
         (Some(n), _) => n,
-        (None, Some(c)) => c.saturating_mul(opts.prompts_per_concurrency),
+        (None, Some(c)) => {
+            c.saturating_mul(per_concurrency.unwrap_or(opts.prompts_per_concurrency))
+        }
         (None, None) => return Err("no request count and no concurrency".into()),
     };
     let mut r = Recipe {
