@@ -177,9 +177,9 @@ pub struct MeasuredOptions {
     /// --random-range-ratio).
     #[arg(long, default_value_t = 0.8, value_name = "R")]
     pub random_range_ratio: f64,
-    /// Table rows: KV-cache dtype (auto = as the measured servers ran: fp8 for vLLM and TRT-LLM
-    /// rows with FP8/FP4 weights and such SGLang rows on B200 and B300, the model's default
-    /// otherwise; model, fp8, bfloat16).
+    /// Table rows: KV-cache dtype (auto = where the measured servers' scripts set fp8: vLLM and
+    /// TRT-LLM rows with FP8/FP4 weights and such SGLang rows on B200 and B300; AIC's default for
+    /// the model otherwise; model, fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
