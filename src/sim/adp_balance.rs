@@ -79,13 +79,16 @@ mod tests {
         }
     }
 
-    fn balancer(timeout: u32, batching: u32) -> Balancer {
-        let cfg = AdpBalance {
+    fn enabled(timeout: u32, batching: u32) -> AdpBalance {
+        AdpBalance {
             enabled: true,
             timeout_iters: timeout,
             batching_wait_iters: batching,
-        };
-        Balancer::new(cfg, 2)
+        }
+    }
+
+    fn balancer(timeout: u32, batching: u32) -> Balancer {
+        Balancer::new(enabled(timeout, batching), 2)
     }
 
     #[test]
@@ -154,12 +157,7 @@ mod tests {
     fn off_or_one_rank_never_holds() {
         let mut off = Balancer::new(AdpBalance::default(), 8);
         assert!(!off.holds([demand(true, 4), demand(false, 4)].into_iter()));
-        let cfg = AdpBalance {
-            enabled: true,
-            timeout_iters: 60,
-            batching_wait_iters: 0,
-        };
-        let mut single = Balancer::new(cfg, 1);
+        let mut single = Balancer::new(enabled(60, 0), 1);
         assert!(!single.is_on());
         assert!(!single.holds([demand(true, 4)].into_iter()));
     }

@@ -133,7 +133,7 @@ pub enum LaunchSettings {
     ///   H200 and B200, with and without MTP);
     /// * SGLang, DeepSeek-R1 and Qwen3.5: their `dsr1_*` and `qwen3.5_*` scripts'
     ///   `--mem-fraction-static`, `--chunked-prefill-size`, `--max-prefill-tokens` and
-    ///   `--scheduler-recv-interval` ([`SglangServer`]; their `--max-running-requests` is left
+    ///   `--scheduler-recv-interval` (`SglangServer`; their `--max-running-requests` is left
     ///   at the concurrency, which the measured rows above it show no cap at); and for
     ///   Qwen3.5 on B300 their client's `--num-prompts $CONC`, one wave of C prompts;
     ///
@@ -258,7 +258,8 @@ struct SglangServer {
 }
 
 impl SglangServer {
-    /// Sets the engine keys: `mem_fraction_static`, `max_num_seqs` and the `sglang` object.
+    /// Sets the engine keys: `mem_fraction_static` and the `sglang` object (`max_num_seqs`
+    /// stays the concurrency).
     fn apply(&self, o: &mut Map<String, Value>) {
         o.insert(
             "mem_fraction_static".into(),
