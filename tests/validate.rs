@@ -41,10 +41,21 @@ fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
         .collect()
 }
 
+/// Runs a `validate` command writing to `out`, which must succeed with its first row `ok`;
+/// the rows of its validation.csv.
+fn validated(cmd: &mut Command, out: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out.join("validation.csv"));
+    assert_eq!(rows[0]["status"], "ok", "{:?}", rows[0]);
+    rows
+}
+
 const FIRST_COLUMNS: &[&str] = &[
     "id",
     "status",
     "reason",
+    "notes",
     "system",
     "backend",
     "backend_version",
@@ -110,6 +121,9 @@ fn table_rows_are_simulated_and_every_row_is_kept() {
         let c: u32 = r["concurrency"].parse().unwrap();
         assert_eq!(r["request_count"], (10 * c).to_string());
     }
+    for r in &rows {
+        assert_eq!(r["notes"], "", "read and simulated as given: {r:?}");
+    }
     let disagg = &rows[4];
     assert_eq!(disagg["status"], "unsupported");
     assert!(disagg["reason"].contains("TRT-LLM"), "{disagg:?}");
@@ -168,6 +182,47 @@ fn table_rows_are_simulated_and_every_row_is_kept() {
     );
     let p: f64 = row["predicted_tpot_ms"].parse().unwrap();
     assert!((rep["mean_tpot_ms"].as_f64().unwrap() - p).abs() < 1e-3);
+}
+
+/// A DeepSeek-R1 row on H200 SGLang (a real row of AIConfigurator's table): AIC's perf data has
+/// no fp8 context MLA there, so the row is timed with bfloat16 context attention, as
+/// AIConfigurator's own estimate falls back, and its `notes` say so in both files.
+#[test]
+fn a_row_timed_with_the_attention_fallback_says_so() {
+    if !common::have_aic("a_row_timed_with_the_attention_fallback_says_so") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let header = std::fs::read_to_string(data(TABLE)).unwrap();
+    let header = header.lines().next().unwrap();
+    let row = "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_289,\
+        source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=4; \
+        measured=2026-03-25T16:34:14Z; wip=False; image=lmsysorg/sglang:v0.5.9-cu130,sglang,\
+        0.5.9,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8_block,4,8,1,1,8,1,,,,,,,\
+        ,,,,,,,,259.9114292766899,10.29225441516629";
+    let table = dir.path().join("dsr1.csv");
+    std::fs::write(&table, format!("{header}\n{row}\n")).unwrap();
+    let out = dir.path().join("v");
+    let rows = validated(
+        dynosim()
+            .arg("validate")
+            .arg(&table)
+            .args(["--prompts-per-concurrency", "1", "--quiet", "-o"])
+            .arg(&out),
+        &out,
+    );
+    let r = &rows[0];
+    assert!(
+        r["notes"].starts_with("context attention timed with bfloat16 data"),
+        "{r:?}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("validation.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        j["points"][0]["notes"][0].as_str(),
+        Some(r["notes"].as_str())
+    );
 }
 
 /// Splits a command line written by `Recipe::command_line` (words, single-quoted words).
@@ -235,16 +290,14 @@ fn an_aiperf_export_with_aic_timing() {
     let out = dir.path().join("v");
     let engine = r#"{"engine_type": "vllm", "aic_backend": "trtllm", "aic_system": "h200_sxm",
         "aic_backend_version": "1.3.0rc23", "aic_model_path": "Qwen/Qwen3-32B", "aic_tp_size": 2}"#;
-    let o = dynosim()
-        .args(["validate", data(AIPERF).to_str().unwrap(), "-o"])
-        .arg(&out)
-        .args(["--extra-engine-args", engine])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows = csv_rows(&out.join("validation.csv"));
+    let rows = validated(
+        dynosim()
+            .args(["validate", data(AIPERF).to_str().unwrap(), "-o"])
+            .arg(&out)
+            .args(["--extra-engine-args", engine]),
+        &out,
+    );
     let r = &rows[0];
-    assert_eq!(r["status"], "ok", "{r:?}");
     assert_eq!(
         (r["system"].as_str(), r["backend"].as_str()),
         ("h200_sxm", "trtllm")

@@ -452,6 +452,9 @@ pub struct Recipe {
     /// ([`DispatchOverhead`]), which a calibration's corrections replace.
     #[serde(skip)]
     pub modelled_dispatch: bool,
+    /// Where the run departs from the point as given, for `validation.csv`'s `notes`.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Recipe {
@@ -627,7 +630,14 @@ pub fn recipe(
         warmup_request_count: w.warmup_request_count,
         seed: opts.seed,
         modelled_dispatch: false,
+        notes: Vec::new(),
     };
+    if let (Some(k), None, Some(_)) = (per_concurrency, w.request_count, w.concurrency) {
+        r.notes.push(format!(
+            "{k} prompt{} per unit of concurrency, as its launch script's client sent",
+            if k == 1 { "" } else { "s" }
+        ));
+    }
     let version = match &p.deployment {
         Deployment::Unsupported(why) => return Err(why.clone()),
         Deployment::Flags(f) => {
@@ -699,6 +709,7 @@ fn from_table(
         )
     })?;
     let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
+    r.notes.extend(t.notes.iter().cloned());
     let kv = opts.kv_cache_dtype.for_row(p, t);
     // NVFP4 needs Blackwell's FP4 tensor cores: an FP4 row on an older GPU ran the checkpoint's
     // own 4-bit format (gpt-oss's MXFP4 weights with BF16 activations), which is the model's

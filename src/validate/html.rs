@@ -212,11 +212,18 @@ pub fn page(points: &[MeasuredPoint], results: &[PointResult], groups: &[GroupSu
                     measured: m,
                     predicted: y,
                     group,
-                    title: format!(
-                        "{}: {metric} measured {m:.2} ms, predicted {y:.2} ms ({:+.1} %)",
-                        p.id,
-                        (y - m) / m * 100.0
-                    ),
+                    title: {
+                        let mut t = format!(
+                            "{}: {metric} measured {m:.2} ms, predicted {y:.2} ms ({:+.1} %)",
+                            p.id,
+                            (y - m) / m * 100.0
+                        );
+                        for n in &r.notes {
+                            t.push('\n');
+                            t.push_str(n);
+                        }
+                        t
+                    },
                 })
             })
             .collect()

@@ -161,6 +161,10 @@ pub struct PointResult {
     pub status: Status,
     /// Why the point is `failed` or `unsupported` (empty when `ok`).
     pub reason: String,
+    /// Where the simulation departs from the point as given (a relabelled parallelism, the
+    /// launch script's prompt count, a context-attention dtype timed in place of the
+    /// checkpoint's), one sentence each.
+    pub notes: Vec<String>,
     /// The installed AIC backend version the simulation used (may differ from the row's).
     pub backend_version_used: String,
     /// The simulated run, when one could be built (corrections applied).

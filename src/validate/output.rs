@@ -214,6 +214,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "id",
     "status",
     "reason",
+    "notes",
     "system",
     "backend",
     "backend_version",
@@ -263,6 +264,7 @@ fn row(p: &MeasuredPoint, r: &PointResult) -> Vec<String> {
         p.id.clone(),
         r.status.name().into(),
         r.reason.clone(),
+        r.notes.join("; "),
         p.system.clone(),
         p.backend.clone(),
         p.backend_version.clone(),
@@ -328,6 +330,7 @@ pub fn json_text(
                 ("isl", json!(p.workload.isl)),
                 ("osl", json!(p.workload.osl)),
                 ("concurrency", json!(p.workload.concurrency)),
+                ("notes", json!(r.notes)),
                 ("predicted", json!(r.predicted)),
                 ("recipe", json!(r.recipe)),
             ] {

@@ -130,6 +130,21 @@ impl Parallel {
         }
         self
     }
+
+    /// `TP 4 × attention DP 4, MoE TP 1 × EP 16` (the parts the row gives).
+    pub fn describe(&self) -> String {
+        let mut s = format!("TP {}", self.tp);
+        if self.attention_dp > 1 {
+            s.push_str(&format!(" × attention DP {}", self.attention_dp));
+        }
+        match (self.moe_tp, self.moe_ep) {
+            (Some(t), Some(e)) => s.push_str(&format!(", MoE TP {t} × EP {e}")),
+            (Some(t), None) => s.push_str(&format!(", MoE TP {t}")),
+            (None, Some(e)) => s.push_str(&format!(", MoE EP {e}")),
+            (None, None) => {}
+        }
+        s
+    }
 }
 
 /// The deployment columns of a table row.
@@ -142,6 +157,9 @@ pub struct TableDeployment {
     pub moe_quant: String,
     /// `agg`: one pool; `disagg`: prefill then decode.
     pub pools: Vec<Parallel>,
+    /// What was read differently from the row's columns, for its `notes` (the pools' storage
+    /// quirk undone, [`Parallel::normalised`]).
+    pub notes: Vec<String>,
 }
 
 /// `dynosim run`'s deployment flags, as given to `dynosim validate`.
@@ -298,11 +316,13 @@ impl Row<'_> {
     }
 
     /// A pool's parallelism and batch size (`prefix`: "", "prefill_" or "decode_"), with the
-    /// storage quirk of the InferenceX batches undone when `inferencex` ([`Parallel::normalised`]).
+    /// storage quirk of the InferenceX batches undone when `inferencex` ([`Parallel::normalised`]),
+    /// which `notes` is told.
     fn parallel(
         &self,
         prefix: &str,
         inferencex: bool,
+        notes: &mut Vec<String>,
     ) -> Result<Option<(Parallel, Option<u32>)>, InputError> {
         let c = |s: &str| format!("{prefix}{s}");
         let Some(tp) = self.int(&c("tp_size"))? else {
@@ -313,15 +333,30 @@ impl Row<'_> {
         } else {
             self.int(&c("num_workers"))?
         };
-        let p = Parallel {
+        let stored = Parallel {
             num_workers: workers.unwrap_or(1).max(1),
             tp: tp.max(1),
             pp: self.int(&c("pp_size"))?.unwrap_or(1).max(1),
             attention_dp: self.int(&c("attention_dp_size"))?.unwrap_or(1).max(1),
             moe_tp: self.int(&c("moe_tp_size"))?,
             moe_ep: self.int(&c("moe_ep_size"))?,
+        };
+        let p = stored.clone().normalised(inferencex);
+        if p != stored {
+            let pool = prefix.trim_end_matches('_');
+            let gpus = p.tp * p.attention_dp;
+            notes.push(format!(
+                "{}stored as {}, read as {} on {gpus} GPUs (a tpN-epN run, as the same \
+                 measurement is stored in other batches)",
+                if pool.is_empty() {
+                    String::new()
+                } else {
+                    format!("{pool} pool ")
+                },
+                stored.describe(),
+                p.describe()
+            ));
         }
-        .normalised(inferencex);
         Ok(Some((p, self.int(&c("batch_size"))?)))
     }
 
@@ -333,15 +368,16 @@ impl Row<'_> {
         let from_source = silicon_concurrency(&source);
         let inferencex = source.starts_with("source_file=2026-");
         let mut unsupported = None;
+        let mut notes = Vec::new();
         let (pools, concurrency) = match mode.as_str() {
             "agg" => {
-                let agg = self.parallel("", inferencex)?;
+                let agg = self.parallel("", inferencex, &mut notes)?;
                 let c = from_source.or(agg.as_ref().and_then(|a| a.1));
                 (agg.into_iter().map(|a| a.0).collect::<Vec<_>>(), c)
             }
             "disagg" => {
-                let p = self.parallel("prefill_", inferencex)?;
-                let d = self.parallel("decode_", inferencex)?;
+                let p = self.parallel("prefill_", inferencex, &mut notes)?;
+                let d = self.parallel("decode_", inferencex, &mut notes)?;
                 let c = from_source.or_else(|| {
                     d.as_ref()
                         .and_then(|(pool, bs)| bs.map(|b| b * pool.num_workers))
@@ -377,6 +413,7 @@ impl Row<'_> {
                 gemm_quant: self.text("gemm_quant_mode"),
                 moe_quant: self.text("moe_quant_mode"),
                 pools,
+                notes,
             }),
         };
         Ok(MeasuredPoint {

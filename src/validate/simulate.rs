@@ -126,6 +126,7 @@ impl Validator {
                         index,
                         status,
                         reason,
+                        notes: recipe.as_ref().map_or(Vec::new(), |r| r.notes.clone()),
                         backend_version_used: used,
                         recipe,
                         predicted: None,
@@ -206,6 +207,23 @@ fn timing_failure(cfg: &SimConfig) -> Option<String> {
         .find_map(|e| e.timing.failure())
 }
 
+/// A note for each pool timed with another context-attention dtype than its checkpoint's.
+fn fmha_fallbacks(cfg: &SimConfig) -> Vec<String> {
+    let engines = cfg.topology.engines();
+    let mut notes: Vec<String> = engines
+        .iter()
+        .filter_map(|e| {
+            let dtype = e.timing.aic_latency()?.fmha_fallback()?;
+            Some(format!(
+                "context attention timed with {dtype} data: AIC's perf data has none for the \
+                 checkpoint's fp8 (AIConfigurator's own fallback; aic_fmha_dtype chooses)"
+            ))
+        })
+        .collect();
+    notes.dedup();
+    notes
+}
+
 fn run_one(
     index: usize,
     p: &MeasuredPoint,
@@ -213,10 +231,13 @@ fn run_one(
     used: String,
     plan: &RunPlan,
 ) -> PointResult {
+    let mut notes = recipe.notes.clone();
+    notes.extend(fmha_fallbacks(&plan.sim));
     let mut result = PointResult {
         index,
         status: Status::Failed,
         reason: String::new(),
+        notes,
         backend_version_used: used,
         recipe: Some(recipe),
         predicted: None,

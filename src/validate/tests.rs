@@ -260,6 +260,31 @@ fn errors_and_summaries() {
 }
 
 #[test]
+fn a_relabelled_row_says_how_it_was_stored_and_read() {
+    // vLLM's tp4-ep4, stored as TP 4 × DP 4 with EP 16.
+    let row = LLAMA.replacen(",16,2,1,1,2,1,", ",16,4,1,4,1,16,", 1);
+    assert_ne!(row, LLAMA);
+    let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    assert_eq!(
+        r.notes,
+        [
+            "stored as TP 4 × attention DP 4, MoE TP 1 × EP 16, read as TP 4, MoE TP 1 × EP 4 \
+          on 4 GPUs (a tpN-epN run, as the same measurement is stored in other batches)"
+        ]
+    );
+    let e = r.extra_engine_args.unwrap();
+    assert_eq!(
+        (e["aic_tp_size"].clone(), e["aic_moe_ep_size"].clone()),
+        (4.into(), 4.into())
+    );
+    // A row read as stored has no note.
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+}
+
+#[test]
 fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
     let p = |tp, dp, mtp, mep| Parallel {
         num_workers: 1,
@@ -427,6 +452,17 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
         ..Options::default()
     };
     assert_eq!(requests(&b300, &no_launch), 160);
+    // The one wave is noted for the row's `notes`; the ten waves asked for are not.
+    let notes = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        recipe(&pts[0], opts, Some(&aic)).unwrap().0.notes
+    };
+    assert_eq!(
+        notes(&b300, &defaults),
+        ["1 prompt per unit of concurrency, as its launch script's client sent"]
+    );
+    assert!(notes(&qwen, &defaults).is_empty());
+    assert!(notes(&b300, &no_launch).is_empty());
     // H200: no receive interval, 16384-token chunks, and the model's KV dtype (AIC 0.12.0 has
     // no FP8-KV context attention for Qwen3.5 on H200 SGLang).
     let e = engine(&qwen.replacen(",b200_sxm,", ",h200_sxm,", 1), &defaults);

@@ -427,6 +427,9 @@ fn write_atomically(path: &Path, text: &str) {
 pub struct LoadedEngine {
     pub id: AicEngineId,
     pub engine: Estimator,
+    /// The context-attention dtype timed in place of the checkpoint's, when the perf data has
+    /// none of it ([`CompiledSpec::fmha_fallback`]).
+    pub fmha_fallback: Option<String>,
 }
 
 fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> {
@@ -450,6 +453,7 @@ fn load(id: &AicEngineId, c: &CompiledSpec) -> Result<LoadedEngine, InputError> 
     Ok(LoadedEngine {
         id: id.clone(),
         engine,
+        fmha_fallback: c.fmha_fallback.clone(),
     })
 }
 

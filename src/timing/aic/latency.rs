@@ -107,6 +107,12 @@ impl AicLatency {
         &self.engine.id
     }
 
+    /// The context-attention dtype timed in place of the checkpoint's, when its perf data has
+    /// none of the checkpoint's (AIConfigurator's estimate-path fallback).
+    pub fn fmha_fallback(&self) -> Option<&str> {
+        self.engine.fmha_fallback.as_deref()
+    }
+
     /// The first estimator error, if any prediction failed.
     pub fn error(&self) -> Option<String> {
         self.error.lock().clone()
