@@ -216,7 +216,7 @@ fn fmha_fallbacks(cfg: &SimConfig) -> Vec<String> {
             let dtype = e.timing.aic_latency()?.fmha_fallback()?;
             Some(format!(
                 "context attention timed with {dtype} data: AIC's perf data has none for the \
-                 checkpoint's fp8 (AIConfigurator's own fallback; aic_fmha_dtype chooses)"
+                 checkpoint's fp8 (AIConfigurator's own fallback, which aic_fmha_dtype overrides)"
             ))
         })
         .collect();
