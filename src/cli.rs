@@ -182,6 +182,12 @@ pub struct MeasuredOptions {
     /// the model otherwise; model, fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
+    /// Table rows: how the KV pool is sized from AIC's memory breakdown (server = as each
+    /// server accounts its memory fraction: SGLang's mem_fraction_static holds the weights and
+    /// the KV pool, activations outside it; aic = AIConfigurator's rule for every backend, as
+    /// DynoSim, which also takes SGLang's activations out of the fraction).
+    #[arg(long, default_value = "server", value_name = "MODEL")]
+    pub memory_model: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
     /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's

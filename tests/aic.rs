@@ -236,6 +236,40 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
     assert_eq!(a.num_gpu_blocks, 1000);
 }
 
+/// `aic_memory_model: server` sizes an SGLang pool as SGLang does (its `mem_fraction_static`
+/// holds the weights and the KV pool, the activations live outside it), so from the same AIC
+/// breakdown it holds more blocks than AIC's own rule, which also takes the activations out of
+/// the fraction; `aic` is that default. vLLM's accounting is AIC's: the key changes nothing.
+#[test]
+fn sglang_pools_follow_the_servers_memory_accounting_when_asked() {
+    if !have_aic("sglang_pools_follow_the_servers_memory_accounting_when_asked") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
+    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    let blocks = |backend: &str, version: &str, model: &str| {
+        let v: Value = serde_json::from_str(&format!(
+            r#"{{"engine_type":"{backend}","aic_backend":"{backend}","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"{version}","aic_tp_size":1{model}}}"#
+        ))
+        .unwrap();
+        dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
+            .and_then(|p| p.load(&mut TimingLoader::default()))
+            .unwrap()
+            .num_gpu_blocks
+    };
+    let default = blocks("sglang", "0.5.14", "");
+    let aic = blocks("sglang", "0.5.14", r#","aic_memory_model":"aic""#);
+    let server = blocks("sglang", "0.5.14", r#","aic_memory_model":"server""#);
+    assert_eq!(default, aic);
+    assert!(server > aic, "server {server} vs aic {aic}");
+    let vllm = blocks("vllm", "0.24.0", "");
+    assert_eq!(
+        blocks("vllm", "0.24.0", r#","aic_memory_model":"server""#),
+        vllm
+    );
+}
+
 /// DeepSeek-R1 (FP8 checkpoint) on SGLang 0.5.14: the H200 perf data has context MLA only with
 /// bfloat16 FMHA. Left unset, the FMHA dtype falls back to bfloat16 as AIConfigurator's own
 /// estimate does (the run says so) and times exactly as `aic_fmha_dtype: bfloat16`; set to fp8,

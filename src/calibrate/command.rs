@@ -253,6 +253,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
         "random_range_ratio": args.options.random_range_ratio,
         "kv_cache_dtype": args.options.kv_cache_dtype,
+        "memory_model": args.options.memory_model,
         "launch_settings": args.options.launch_settings,
         // Corrections are fitted on the engine's passes alone (validate's --dispatch-overhead
         // none); a calibrated family drops validate's dispatch model.

@@ -18,6 +18,9 @@ pub(crate) struct MemoryFractions {
     pub gpu_memory_utilization: Option<f64>,
     pub mem_fraction_static: Option<f64>,
     pub free_gpu_memory_fraction: Option<f64>,
+    /// `aic_memory_model: server`: size the pool by the server's own accounting where it differs
+    /// from AIC's (SGLang's static fraction holds weights and KV only) instead of AIC's.
+    pub server_accounting: bool,
 }
 
 /// DynoSim's dtype normalisation: blank/`auto`/`none`/`null` mean the model default, `int4` is
@@ -121,7 +124,17 @@ pub(crate) fn parse_aic_args(
     }
     let (kind, value) = match backend {
         "trtllm" => ("of_free", fractions.free_gpu_memory_fraction.unwrap_or(0.9)),
-        "sglang" => ("of_total", fractions.mem_fraction_static.unwrap_or(0.88)),
+        // SGLang's `mem_fraction_static` holds the weights and the KV pool; activations and
+        // CUDA graphs live outside it, where AIC's `of_total` (vLLM's accounting) takes them out
+        // of the fraction too. `of_static` is dynosim's own (helper.py).
+        "sglang" => (
+            if fractions.server_accounting {
+                "of_static"
+            } else {
+                "of_total"
+            },
+            fractions.mem_fraction_static.unwrap_or(0.88),
+        ),
         _ => ("of_total", fractions.gpu_memory_utilization.unwrap_or(0.9)),
     };
     let mut d = dtypes.into_iter();

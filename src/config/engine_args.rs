@@ -90,6 +90,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "gpu_memory_utilization",
     "mem_fraction_static",
     "free_gpu_memory_fraction",
+    "aic_memory_model",
     "reasoning",
     "response_replay_trace_path",
     "bootstrap_port",
@@ -601,6 +602,10 @@ fn parse_memory_fractions(o: &JsonObject) -> Result<super::aic::MemoryFractions,
         gpu_memory_utilization: o.float("gpu_memory_utilization", 0.0, 1.0)?.value(),
         mem_fraction_static: o.float("mem_fraction_static", 0.0, 1.0)?.value(),
         free_gpu_memory_fraction: o.float("free_gpu_memory_fraction", 0.0, 1.0)?.value(),
+        server_accounting: o
+            .choice("aic_memory_model", &["aic", "server"], false)?
+            .value()
+            == Some("server"),
     })
 }
 
@@ -888,6 +893,11 @@ mod tests {
                 json!({"aic_backend": 1}),
                 "aic_backend",
                 "must be one of \"vllm\"",
+            ),
+            (
+                json!({"aic_memory_model": "sglang"}),
+                "aic_memory_model",
+                "one of \"aic\" or \"server\"",
             ),
         ];
         for (v, key, expected) in cases {

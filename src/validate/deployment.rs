@@ -73,6 +73,35 @@ impl KvCacheDtype {
     }
 }
 
+/// How table rows' KV pools are sized from AIC's memory breakdown (`--memory-model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryModel {
+    /// As each measured server accounts its memory fraction: SGLang rows get
+    /// `aic_memory_model: server` (`mem_fraction_static` holds the weights and the KV pool,
+    /// activations and CUDA graphs live outside it); vLLM's and TRT-LLM's accounting is AIC's.
+    #[default]
+    Server,
+    /// AIConfigurator's rule for every backend (DynoSim's).
+    Aic,
+}
+
+impl MemoryModel {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "server" => MemoryModel::Server,
+            "aic" => MemoryModel::Aic,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryModel::Server => "server",
+            MemoryModel::Aic => "aic",
+        }
+    }
+}
+
 /// The host-side cost of prefill passes that table rows are simulated with (`--dispatch-overhead`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DispatchOverhead {
@@ -759,6 +788,9 @@ fn from_table(
         }
         if let Some(kv) = kv {
             set("aic_kv_cache_dtype", json!(kv));
+        }
+        if opts.memory_model == MemoryModel::Server && p.backend == "sglang" {
+            set("aic_memory_model", json!("server"));
         }
         if let Some(ms) = dispatch {
             set("prefill_pass_overhead_ms", json!(ms));

@@ -31,7 +31,9 @@ pub(crate) mod points;
 pub(crate) mod simulate;
 pub(crate) mod summary;
 
-pub use deployment::{AicCatalog, DispatchOverhead, KvCacheDtype, LaunchSettings, Recipe};
+pub use deployment::{
+    AicCatalog, DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel, Recipe,
+};
 pub use output::{run as run_command, ValidateOutcome};
 pub use points::{
     read_inputs, Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment,
@@ -53,6 +55,8 @@ pub struct Options {
     pub random_range_ratio: f64,
     /// KV-cache dtype of table rows (`--kv-cache-dtype`).
     pub kv_cache_dtype: KvCacheDtype,
+    /// How table rows' KV pools are sized (`--memory-model`).
+    pub memory_model: MemoryModel,
     /// The dispatch cost of prefill passes of table rows (`--dispatch-overhead`).
     pub dispatch_overhead: DispatchOverhead,
     /// The scheduler settings of table rows' servers (`--launch-settings`).
@@ -71,6 +75,7 @@ impl Default for Options {
             prompts_per_concurrency: 10,
             random_range_ratio: 0.8,
             kv_cache_dtype: KvCacheDtype::Auto,
+            memory_model: MemoryModel::Server,
             dispatch_overhead: DispatchOverhead::VllmSglang,
             launch: LaunchSettings::InferenceX,
             max_num_batched_tokens: 8192,

@@ -7,7 +7,7 @@
 //! created, and the files are written under temporary names and renamed into place only when
 //! all three are written (a failure removes them, and the folder when it was created here).
 
-use super::deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings};
+use super::deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel};
 use super::points::{read_inputs, FlagDeployment, MeasuredPoint};
 use super::summary::{render, summarize, GroupSummary};
 use super::{Corrections, Options, PointResult, Validator};
@@ -47,6 +47,12 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.options.kv_cache_dtype
         ))
     })?;
+    let memory_model = MemoryModel::parse(&args.options.memory_model).ok_or_else(|| {
+        InputError::new(format!(
+            "--memory-model must be server or aic, got {:?}",
+            args.options.memory_model
+        ))
+    })?;
     let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
         InputError::new(format!(
             "--dispatch-overhead must be vllm-sglang, aic or none, got {:?}",
@@ -66,6 +72,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         prompts_per_concurrency: args.options.prompts_per_concurrency,
         random_range_ratio: r,
         kv_cache_dtype: kv,
+        memory_model,
         dispatch_overhead: dispatch,
         launch,
         max_num_batched_tokens: 8192,
@@ -350,6 +357,7 @@ pub fn json_text(
             "prompts_per_concurrency": opts.prompts_per_concurrency,
             "random_range_ratio": opts.random_range_ratio,
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
+            "memory_model": opts.memory_model.name(),
             "dispatch_overhead": opts.dispatch_overhead.name(),
             "launch_settings": opts.launch.name(),
             "max_num_batched_tokens": opts.max_num_batched_tokens,

@@ -506,6 +506,17 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     let e = engine(&qwen, &none);
     assert!(e.get("sglang").is_none() && e.get("mem_fraction_static").is_none());
     assert_eq!(e["aic_kv_cache_dtype"], "fp8");
+    // SGLang pools are sized by SGLang's accounting of its fraction (`--memory-model server`,
+    // whatever the launch settings); `aic` keeps AIC's rule, and vLLM rows never carry the key.
+    assert_eq!(e["aic_memory_model"], "server");
+    assert_eq!(engine(&qwen, &defaults)["aic_memory_model"], "server");
+    let aic_memory = Options {
+        memory_model: MemoryModel::Aic,
+        ..Options::default()
+    };
+    assert!(engine(&qwen, &aic_memory).get("aic_memory_model").is_none());
+    let vllm = LLAMA.replacen(",h200_sxm,", ",b200_sxm,", 1);
+    assert!(engine(&vllm, &defaults).get("aic_memory_model").is_none());
 }
 
 #[test]

@@ -169,7 +169,9 @@ def compile_request(req):
         fail("compile_failed", f"{type(exc).__name__}: {exc}")
     blocks = None
     kv = req.get("kv")
-    if kv is not None:
+    if kv is not None and kv["memory_fraction_kind"] == "of_static":
+        blocks = static_fraction_blocks(memory, model, req, kv, parallel, quant)
+    elif kv is not None:
         try:
             blocks = int(
                 memory.estimate_num_gpu_blocks(
@@ -186,6 +188,31 @@ def compile_request(req):
         except Exception as exc:
             fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
     answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback})
+
+
+def static_fraction_blocks(memory, model, req, kv, parallel, quant):
+    """KV blocks as SGLang sizes its pool: `mem_fraction_static` of the GPU holds the weights and
+    the KV pool, and activations and CUDA graphs live in the rest (SGLang's `rest_memory =
+    free after loading - total * (1 - fraction)`). AIC's own `of_total` rule (vLLM's accounting)
+    also takes the activations out of the fraction; this takes AIC's memory breakdown and leaves
+    them out: budget = capacity * fraction - (weights + runtime overhead + NCCL buffers)."""
+    try:
+        estimator = memory.KVCacheEstimator.from_request(
+            model, req["system"], req["backend"], req["backend_version"],
+            max_num_tokens=kv["max_num_batched_tokens"],
+            max_batch_size=1,
+            systems_path=req.get("systems_path"),
+            **parallel, **quant,
+        )
+        b = estimator.breakdown
+        budget = float(b["gpu_memory_capacity_bytes"]) * float(kv["memory_fraction_value"]) - (
+            float(b["non_kv_bytes"]) - float(b["activations_bytes"])
+        )
+        if budget <= 0.0:
+            raise ValueError(f"no KV budget: the weights and runtime buffers ({int(b['non_kv_bytes'] - b['activations_bytes'])} bytes) fill the static fraction")
+        return int(b["tokens_from_kv_bytes"](budget)) // int(kv["block_size"])
+    except Exception as exc:
+        fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
 
 
 def resolve_fmha(req, parallel, quant):

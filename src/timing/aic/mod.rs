@@ -51,7 +51,8 @@ pub struct AicEngineId {
 pub struct AicKvEstimate {
     pub block_size: u32,
     pub max_num_batched_tokens: u64,
-    /// `of_total` (vLLM, SGLang) or `of_free` (TRT-LLM).
+    /// `of_total` (vLLM, SGLang), `of_free` (TRT-LLM), or dynosim's `of_static` (SGLang's own
+    /// accounting, `aic_memory_model: server`).
     pub memory_fraction_kind: String,
     pub memory_fraction_value: f64,
 }
