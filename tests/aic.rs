@@ -204,6 +204,14 @@ fn vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data() {
     );
 }
 
+/// An engine-args object parsed and loaded as `--extra-engine-args` (AIC engines compiled).
+fn loaded(json: &str) -> dynosim::config::EngineArgs {
+    let v: Value = serde_json::from_str(json).unwrap();
+    dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
+        .and_then(|p| p.load(&mut TimingLoader::default()))
+        .unwrap()
+}
+
 #[test]
 fn kv_pool_is_estimated_per_tp_like_dynosim() {
     if !have_aic("kv_pool_is_estimated_per_tp_like_dynosim") {
@@ -215,24 +223,16 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
     std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
     std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
     for (tp, want) in [(1, 12_226), (2, 26_176)] {
-        let v: Value = serde_json::from_str(&format!(
+        let a = loaded(&format!(
             r#"{{{QWEN},"aic_backend_version":"0.24.0","aic_tp_size":{tp}}}"#
-        ))
-        .unwrap();
-        let a = dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
-            .and_then(|p| p.load(&mut TimingLoader::default()))
-            .unwrap();
+        ));
         assert_eq!(a.num_gpu_blocks, want, "tp {tp}");
         assert_eq!(a.gpus_per_worker(), tp);
     }
     // An explicit num_gpu_blocks wins.
-    let v: Value = serde_json::from_str(&format!(
+    let a = loaded(&format!(
         r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":1000}}"#
-    ))
-    .unwrap();
-    let a = dynosim::config::engine_args::parse_engine_args(&v, "x")
-        .and_then(|p| p.load(&mut TimingLoader::default()))
-        .unwrap();
+    ));
     assert_eq!(a.num_gpu_blocks, 1000);
 }
 
@@ -245,18 +245,12 @@ fn sglang_pools_follow_the_servers_memory_accounting_when_asked() {
     if !have_aic("sglang_pools_follow_the_servers_memory_accounting_when_asked") {
         return;
     }
-    let cache = tempfile::tempdir().unwrap();
-    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
     std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
     let blocks = |backend: &str, version: &str, model: &str| {
-        let v: Value = serde_json::from_str(&format!(
+        loaded(&format!(
             r#"{{"engine_type":"{backend}","aic_backend":"{backend}","aic_system":"h200_sxm","aic_model_path":"Qwen/Qwen3-8B","aic_backend_version":"{version}","aic_tp_size":1{model}}}"#
         ))
-        .unwrap();
-        dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
-            .and_then(|p| p.load(&mut TimingLoader::default()))
-            .unwrap()
-            .num_gpu_blocks
+        .num_gpu_blocks
     };
     let default = blocks("sglang", "0.5.14", "");
     let aic = blocks("sglang", "0.5.14", r#","aic_memory_model":"aic""#);
