@@ -203,14 +203,24 @@ fn a_row_timed_with_the_attention_fallback_says_so() {
     let table = dir.path().join("dsr1.csv");
     std::fs::write(&table, format!("{header}\n{row}\n")).unwrap();
     let out = dir.path().join("v");
-    let rows = validated(
-        dynosim()
-            .arg("validate")
-            .arg(&table)
-            .args(["--prompts-per-concurrency", "1", "--quiet", "-o"])
-            .arg(&out),
-        &out,
+    let o = dynosim()
+        .arg("validate")
+        .arg(&table)
+        .args(["--prompts-per-concurrency", "1", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(
+            "1 points: 1 ok, 0 failed, 0 unsupported (1 simulated other than given: see the \
+             notes column)"
+        ),
+        "{stdout}"
     );
+    let rows = csv_rows(&out.join("validation.csv"));
+    assert_eq!(rows[0]["status"], "ok", "{:?}", rows[0]);
     let r = &rows[0];
     assert!(
         r["notes"].starts_with("context attention timed with bfloat16 data"),

@@ -154,12 +154,18 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
             println!("{}", stats.summary());
         }
         let count = |s: super::Status| results.iter().filter(|r| r.status == s).count();
+        let noted = results.iter().filter(|r| !r.notes.is_empty()).count();
         println!(
-            "{} points: {} ok, {} failed, {} unsupported in {:.1} s; results: {}",
+            "{} points: {} ok, {} failed, {} unsupported{} in {:.1} s; results: {}",
             results.len(),
             count(super::Status::Ok),
             count(super::Status::Failed),
             count(super::Status::Unsupported),
+            if noted > 0 {
+                format!(" ({noted} simulated other than given: see the notes column)")
+            } else {
+                String::new()
+            },
             started.elapsed().as_secs_f64(),
             args.output_dir.join(CSV_FILE).display()
         );
