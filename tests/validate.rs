@@ -341,6 +341,14 @@ fn bad_inputs_exit_2_and_write_nothing() {
             "--kv-cache-dtype must be auto, model, fp8 or bfloat16",
         ),
         (
+            vec![
+                data(AIPERF).display().to_string(),
+                "--memory-model".into(),
+                "sglang".into(),
+            ],
+            "--memory-model must be server or aic",
+        ),
+        (
             vec![dir.path().join("missing.csv").display().to_string()],
             "cannot read it",
         ),
