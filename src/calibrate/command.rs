@@ -7,7 +7,9 @@
 //! round-robin in that order, so folds are fixed by the data and every fold spans the family's
 //! shapes. Families with fewer rows than `--loo-below` are cross-validated leave-one-out.
 
-use super::fit::{cross_validate, fit, summarize, Fit, Memo, Prediction, Scheme, Target};
+use super::fit::{
+    cross_validate, fit, summarize, unmatched, Fit, Memo, Prediction, Scheme, Target, UNMATCHED_PCT,
+};
 use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
@@ -125,6 +127,9 @@ fn group(
     (families, notes)
 }
 
+/// Unmatched rows a family's record keeps (the worst).
+const MAX_UNMATCHED: usize = 5;
+
 /// Rows a deployment shape needs for an entry of its own (`--per-parallelism`).
 const MIN_SHAPE_ROWS: usize = 6;
 
@@ -189,7 +194,10 @@ fn calibrate_family(
         decode_overhead: args.fit_decode_overhead,
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
-    let in_sample = summarize(&targets, &all, &memo.predict(&all, fitted.corrections));
+    let fitted_preds = memo.predict(&all, fitted.corrections);
+    let in_sample = summarize(&targets, &all, &fitted_preds);
+    let ids: Vec<String> = rows.iter().map(|&i| points[i].id.clone()).collect();
+    let unmatched_rows = unmatched(&ids, &targets, &all, &fitted_preds, MAX_UNMATCHED);
 
     // Cross-validation runs over the rows that simulate; a failed row has nothing to hold out.
     let mut order: Vec<usize> = all
@@ -227,13 +235,14 @@ fn calibrate_family(
         })
         .collect();
     let record = FitRecord {
-        rows: rows.iter().map(|&i| points[i].id.clone()).collect(),
+        rows: ids,
         rows_failed: failed,
         objective: OBJECTIVE.to_string(),
         uncalibrated,
         fitted: in_sample,
         cross_validated,
         simulations: memo.simulations,
+        unmatched_rows,
     };
     Some(FamilyCalibration::new(
         family.clone(),
@@ -323,6 +332,22 @@ pub fn render(file: &CalibrationFile) -> String {
             pair(&fit.fitted),
             cv
         ));
+        if !fit.unmatched_rows.is_empty() {
+            let rows: Vec<String> = fit
+                .unmatched_rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} (TTFT {:+.0}%, TPOT {:+.0}%)",
+                        r.id, r.ttft_error_pct, r.tpot_error_pct
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  fitted, still over {UNMATCHED_PCT:.0}% off (worst first): {}\n",
+                rows.join(", ")
+            ));
+        }
     }
     out
 }

@@ -594,6 +594,51 @@ pub fn summarize(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> Er
     }
 }
 
+/// A row whose prediction stays far off after fitting (errors in %).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnmatchedRow {
+    pub id: String,
+    pub ttft_error_pct: f64,
+    pub tpot_error_pct: f64,
+}
+
+/// The largest error, TTFT or TPOT, that a fitted row may keep before it is reported as
+/// unmatched (%).
+pub const UNMATCHED_PCT: f64 = 50.0;
+
+/// The rows (`ids[rows[i]]`) that `preds` leave more than [`UNMATCHED_PCT`] off in TTFT or TPOT,
+/// the worst (largest |TTFT error| + |TPOT error|) first, at most `limit`; ties by id.
+pub fn unmatched(
+    ids: &[String],
+    targets: &[Target],
+    rows: &[usize],
+    preds: &[Prediction],
+    limit: usize,
+) -> Vec<UnmatchedRow> {
+    let mut out: Vec<UnmatchedRow> = rows
+        .iter()
+        .zip(preds)
+        .filter_map(|(&r, p)| {
+            let &(t, u) = p.as_ref().ok()?;
+            let pct = |x: f64, m: f64| (x / m - 1.0) * 100.0;
+            Some(UnmatchedRow {
+                id: ids[r].clone(),
+                ttft_error_pct: pct(t, targets[r].ttft_ms),
+                tpot_error_pct: pct(u, targets[r].tpot_ms),
+            })
+        })
+        .filter(|x| {
+            let off = |e: f64| e.is_finite() && e.abs() > UNMATCHED_PCT;
+            off(x.ttft_error_pct) || off(x.tpot_error_pct)
+        })
+        .collect();
+    let size = |x: &UnmatchedRow| x.ttft_error_pct.abs() + x.tpot_error_pct.abs();
+    out.sort_by(|a, b| size(b).total_cmp(&size(a)).then_with(|| a.id.cmp(&b.id)));
+    out.truncate(limit);
+    out
+}
+
 /// The median (mean of the two middle values for an even count; 0 for none).
 pub fn median(xs: &[f64]) -> f64 {
     if xs.is_empty() {

@@ -177,6 +177,11 @@ pub struct FitRecord {
     pub cross_validated: Option<CrossValidation>,
     /// Simulations of a measured point the fit and its cross-validation ran.
     pub simulations: usize,
+    /// The rows the fitted corrections still leave more than 50 % off in TTFT or TPOT, worst
+    /// first (at most five): measurements no correction of this kind matches, which pull the
+    /// fit and its errors.
+    #[serde(default)]
+    pub unmatched_rows: Vec<fit::UnmatchedRow>,
 }
 
 /// The cross-validation of one family's fit.

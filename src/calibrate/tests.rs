@@ -42,6 +42,11 @@ fn sample() -> CalibrationFile {
                 fold_corrections: vec![Corrections::NONE, Corrections::NONE],
             }),
             simulations: 40,
+            unmatched_rows: vec![super::fit::UnmatchedRow {
+                id: "b".into(),
+                ttft_error_pct: -64.4,
+                tpot_error_pct: 12.0,
+            }],
         }),
     ));
     f
@@ -239,4 +244,41 @@ fn shape_labels() {
     assert_eq!(parallelism_label(4, 1, Some(1)), "tp4");
     assert_eq!(parallelism_label(8, 1, Some(8)), "tp8-ep8");
     assert_eq!(parallelism_label(4, 4, Some(16)), "tp4-dp4-ep16");
+}
+
+#[test]
+fn rows_left_far_off_after_fitting_are_named_worst_first() {
+    use super::fit::{unmatched, Target};
+    let ids: Vec<String> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let t = |ttft_ms, tpot_ms| Target { ttft_ms, tpot_ms };
+    let targets = [
+        t(100.0, 10.0),
+        t(100.0, 10.0),
+        t(100.0, 10.0),
+        t(100.0, 10.0),
+        t(100.0, 10.0),
+    ];
+    let preds = vec![
+        Ok((140.0, 10.0)),         // a: 40 % off, within the bound
+        Ok((20.0, 10.0)),          // b: TTFT -80 %
+        Ok((100.0, 35.0)),         // c: TPOT +250 %
+        Err("failed".to_string()), // d: not simulated, not judged
+        Ok((160.0, 16.0)),         // e: +60 % both
+    ];
+    let rows: Vec<usize> = (0..5).collect();
+    let got = unmatched(&ids, &targets, &rows, &preds, 5);
+    let names: Vec<&str> = got.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(names, ["c", "e", "b"]);
+    assert!((got[0].tpot_error_pct - 250.0).abs() < 1e-9);
+    assert!((got[2].ttft_error_pct + 80.0).abs() < 1e-9);
+    assert_eq!(unmatched(&ids, &targets, &rows, &preds, 1).len(), 1);
+    // The console names them under the family's line.
+    let text = super::command::render(&sample());
+    assert!(
+        text.contains("fitted, still over 50% off (worst first): b (TTFT -64%, TPOT +12%)"),
+        "{text}"
+    );
 }
