@@ -89,6 +89,10 @@ pub struct CalibrateArgs {
     /// Families with fewer rows are cross-validated leave-one-out.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub loo_below: usize,
+    /// Leave the measured point with this id out of the fit (repeatable), e.g. one that the
+    /// console names as still far off after fitting.
+    #[arg(long, value_name = "ID")]
+    pub exclude: Vec<String>,
     /// Do not fit the per-request overhead (request_overhead_ms: ms from the client's send to
     /// the engine, in every TTFT).
     #[arg(long)]

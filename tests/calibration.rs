@@ -431,6 +431,52 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
         "validate --calibration {mean} vs calibrate's fit {}",
         fit.fitted.ttft_mean_abs_pct
     );
+
+    // --exclude leaves a row out of the fit, says so and records it; an id that no point has
+    // is refused before anything runs.
+    let first_id = h200[1].split(',').next().unwrap().to_string();
+    let cal2 = d.join("cal2.json");
+    let out = dynosim(d)
+        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
+        .arg(&cal2)
+        .args([
+            "--prompts-per-concurrency",
+            "2",
+            "-j",
+            "2",
+            "--exclude",
+            &first_id,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("calibrate: {first_id}: left out (--exclude)")),
+        "{stderr}"
+    );
+    let file2 =
+        dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal2).unwrap())
+            .unwrap();
+    let fit2 = file2.families[0].fit.as_ref().unwrap();
+    assert_eq!(fit2.rows.len(), 2);
+    assert!(!fit2.rows.contains(&first_id));
+    assert_eq!(file2.options["exclude"], serde_json::json!([first_id]));
+    let cal3 = d.join("cal3.json");
+    let out = dynosim(d)
+        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
+        .arg(&cal3)
+        .args(["--exclude", "no-such-row"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--exclude \"no-such-row\": no measured point has this id"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!cal3.exists());
 }
 
 #[test]

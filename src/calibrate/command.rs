@@ -33,7 +33,24 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         return Err(InputError::new(format!("--folds must be >= 2, got {}", args.folds)).into());
     }
     check_output(&args.output)?;
-    let points = crate::validate::read_inputs(&va.measured, &crate::validate::output::flags(&va))?;
+    let mut points =
+        crate::validate::read_inputs(&va.measured, &crate::validate::output::flags(&va))?;
+    if let Some(id) = args
+        .exclude
+        .iter()
+        .find(|&id| !points.iter().any(|p| &p.id == id))
+    {
+        return Err(
+            InputError::new(format!("--exclude {id:?}: no measured point has this id")).into(),
+        );
+    }
+    points.retain(|p| {
+        let out = args.exclude.contains(&p.id);
+        if out {
+            eprintln!("calibrate: {}: left out (--exclude)", p.id);
+        }
+        !out
+    });
     let validator = Validator::new(opts.clone())?;
     validator.check_catalog(&points)?;
     let baseline = validator.simulate(&points, &KeyCorrections::none());
@@ -257,6 +274,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "folds": args.folds,
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
+        "exclude": args.exclude,
         "per_parallelism": args.per_parallelism,
         "fit": fit_name(args),
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
