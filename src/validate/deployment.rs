@@ -481,7 +481,9 @@ pub struct Recipe {
     /// ([`DispatchOverhead`]), which a calibration's corrections replace.
     #[serde(skip)]
     pub modelled_dispatch: bool,
-    /// Where the run departs from the point as given, for `validation.csv`'s `notes`.
+    /// Where the run departs from the point as given, for `validation.csv`'s `notes`: the
+    /// row's relabelled shape and the script's prompt count, and once simulated a fallback
+    /// context-attention dtype.
     #[serde(skip)]
     pub notes: Vec<String>,
 }

@@ -218,7 +218,7 @@ pub fn page(points: &[MeasuredPoint], results: &[PointResult], groups: &[GroupSu
                             p.id,
                             (y - m) / m * 100.0
                         );
-                        for n in &r.notes {
+                        for n in r.notes() {
                             t.push('\n');
                             t.push_str(n);
                         }

@@ -166,10 +166,6 @@ pub struct PointResult {
     pub status: Status,
     /// Why the point is `failed` or `unsupported` (empty when `ok`).
     pub reason: String,
-    /// Where the simulation departs from the point as given (a relabelled parallelism, the
-    /// launch script's prompt count, a context-attention dtype timed in place of the
-    /// checkpoint's), one sentence each.
-    pub notes: Vec<String>,
     /// The installed AIC backend version the simulation used (may differ from the row's).
     pub backend_version_used: String,
     /// The simulated run, when one could be built (corrections applied).
@@ -178,6 +174,15 @@ pub struct PointResult {
     /// `(predicted − measured) / measured × 100`, when both exist.
     pub ttft_error_pct: Option<f64>,
     pub tpot_error_pct: Option<f64>,
+}
+
+impl PointResult {
+    /// Where the simulation departs from the point as given (a relabelled parallelism, the
+    /// launch script's prompt count, a context-attention dtype timed in place of the
+    /// checkpoint's), one sentence each: the notes of its recipe.
+    pub fn notes(&self) -> &[String] {
+        self.recipe.as_ref().map_or(&[], |r| &r.notes)
+    }
 }
 
 /// Signed percentage error of `predicted` against `measured` (`None` without a positive

@@ -154,7 +154,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ValidateOutcome> {
             println!("{}", stats.summary());
         }
         let count = |s: super::Status| results.iter().filter(|r| r.status == s).count();
-        let noted = results.iter().filter(|r| !r.notes.is_empty()).count();
+        let noted = results.iter().filter(|r| !r.notes().is_empty()).count();
         println!(
             "{} points: {} ok, {} failed, {} unsupported{} in {:.1} s; results: {}",
             results.len(),
@@ -277,7 +277,7 @@ fn row(p: &MeasuredPoint, r: &PointResult) -> Vec<String> {
         p.id.clone(),
         r.status.name().into(),
         r.reason.clone(),
-        r.notes.join("; "),
+        r.notes().join("; "),
         p.system.clone(),
         p.backend.clone(),
         p.backend_version.clone(),
@@ -343,7 +343,7 @@ pub fn json_text(
                 ("isl", json!(p.workload.isl)),
                 ("osl", json!(p.workload.osl)),
                 ("concurrency", json!(p.workload.concurrency)),
-                ("notes", json!(r.notes)),
+                ("notes", json!(r.notes())),
                 ("predicted", json!(r.predicted)),
                 ("recipe", json!(r.recipe)),
             ] {

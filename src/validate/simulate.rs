@@ -126,7 +126,6 @@ impl Validator {
                         index,
                         status,
                         reason,
-                        notes: recipe.as_ref().map_or(Vec::new(), |r| r.notes.clone()),
                         backend_version_used: used,
                         recipe,
                         predicted: None,
@@ -227,17 +226,15 @@ fn fmha_fallbacks(cfg: &SimConfig) -> Vec<String> {
 fn run_one(
     index: usize,
     p: &MeasuredPoint,
-    recipe: Recipe,
+    mut recipe: Recipe,
     used: String,
     plan: &RunPlan,
 ) -> PointResult {
-    let mut notes = recipe.notes.clone();
-    notes.extend(fmha_fallbacks(&plan.sim));
+    recipe.notes.extend(fmha_fallbacks(&plan.sim));
     let mut result = PointResult {
         index,
         status: Status::Failed,
         reason: String::new(),
-        notes,
         backend_version_used: used,
         recipe: Some(recipe),
         predicted: None,
