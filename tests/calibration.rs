@@ -6,6 +6,7 @@
 mod common;
 
 use assert_cmd::Command;
+use dynosim::calibrate::CalibrationFile;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,27 @@ fn calibration(dir: &Path, name: &str, family: (&str, &str, &str), p: f64, d: f6
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// `dynosim calibrate ROWS -o OUT` at 2 prompts per unit of concurrency on 2 threads, with
+/// `extra` flags; it must succeed. The file it wrote, stdout and stderr.
+fn calibrate(
+    dir: &Path,
+    rows: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (CalibrationFile, String, String) {
+    let o = dynosim(dir)
+        .args(["calibrate", rows.to_str().unwrap(), "-o"])
+        .arg(out)
+        .args(["--prompts-per-concurrency", "2", "-j", "2"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    let file = CalibrationFile::parse(&std::fs::read_to_string(out).unwrap()).unwrap();
+    (file, String::from_utf8_lossy(&o.stdout).to_string(), stderr)
 }
 
 /// `dynosim run` of 48 requests (ISL 1024, OSL 64, concurrency 8) with `engine`; the report
@@ -350,16 +372,7 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
     let h200_csv = d.join("h200.csv");
     std::fs::write(&h200_csv, h200.join("\n") + "\n").unwrap();
     let cal = d.join("cal.json");
-    let out = dynosim(d)
-        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
-        .arg(&cal)
-        .args(["--prompts-per-concurrency", "2", "-j", "2"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
-    let file = dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap())
-        .unwrap();
+    let (file, _, _) = calibrate(d, &h200_csv, &cal, &[]);
     assert_eq!(file.families.len(), 1, "{file:?}");
     let f = &file.families[0];
     assert_eq!(
@@ -436,28 +449,11 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
     // is refused before anything runs.
     let first_id = h200[1].split(',').next().unwrap().to_string();
     let cal2 = d.join("cal2.json");
-    let out = dynosim(d)
-        .args(["calibrate", h200_csv.to_str().unwrap(), "-o"])
-        .arg(&cal2)
-        .args([
-            "--prompts-per-concurrency",
-            "2",
-            "-j",
-            "2",
-            "--exclude",
-            &first_id,
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
+    let (file2, _, stderr) = calibrate(d, &h200_csv, &cal2, &["--exclude", &first_id]);
     assert!(
         stderr.contains(&format!("calibrate: {first_id}: left out (--exclude)")),
         "{stderr}"
     );
-    let file2 =
-        dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal2).unwrap())
-            .unwrap();
     let fit2 = file2.families[0].fit.as_ref().unwrap();
     assert_eq!(fit2.rows.len(), 2);
     assert!(!fit2.rows.contains(&first_id));
@@ -507,22 +503,7 @@ fn per_parallelism_entries_win_for_their_shape() {
     w.flush().unwrap();
     assert_eq!(n, 30);
     let cal = d.join("cal.json");
-    let out = dynosim(d)
-        .args(["calibrate", rows_csv.to_str().unwrap(), "-o"])
-        .arg(&cal)
-        .args([
-            "--prompts-per-concurrency",
-            "2",
-            "-j",
-            "2",
-            "--per-parallelism",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
-    let file = dynosim::calibrate::CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap())
-        .unwrap();
+    let (file, stdout, _) = calibrate(d, &rows_csv, &cal, &["--per-parallelism"]);
     let shapes: Vec<Option<&str>> = file
         .families
         .iter()
@@ -535,7 +516,7 @@ fn per_parallelism_entries_win_for_their_shape() {
         assert_eq!(fit.rows.len(), want, "{f:?}");
         assert!(fit.cross_validated.is_some(), "{f:?}");
     }
-    assert!(String::from_utf8_lossy(&out.stdout).contains("meta-llama/Meta-Llama-3.1-70B tp2"));
+    assert!(stdout.contains("meta-llama/Meta-Llama-3.1-70B tp2"));
 
     // validate with the file: each shape takes its own entry.
     let out = dynosim(d)
