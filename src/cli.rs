@@ -181,15 +181,16 @@ pub struct MeasuredOptions {
     /// --random-range-ratio).
     #[arg(long, default_value_t = 0.8, value_name = "R")]
     pub random_range_ratio: f64,
-    /// Table rows: KV-cache dtype (auto = where the measured servers' scripts set fp8: vLLM and
-    /// TRT-LLM rows with FP8/FP4 weights and such SGLang rows on B200 and B300; AIC's default for
-    /// the model otherwise; model, fp8, bfloat16).
+    /// Table rows: KV-cache dtype (auto = as the measured servers' scripts ran: fp8 for vLLM and
+    /// TRT-LLM rows with FP8/FP4 weights and such SGLang rows on B200 and B300, bfloat16 for
+    /// aggregated SGLang DeepSeek-R1 on H200; AIC's default for the model otherwise; model,
+    /// fp8, bfloat16).
     #[arg(long, default_value = "auto", value_name = "DTYPE")]
     pub kv_cache_dtype: String,
     /// Table rows: how the KV pool is sized from AIC's memory breakdown (server = as each
-    /// server accounts its memory fraction: SGLang's mem_fraction_static holds the weights and
-    /// the KV pool, activations outside it; aic = AIConfigurator's rule for every backend, as
-    /// DynoSim, which also takes SGLang's activations out of the fraction).
+    /// server accounts its memory: SGLang's mem_fraction_static holds the weights and the KV
+    /// pool, activations outside it, and the weights are counted as the checkpoint holds them;
+    /// aic = AIConfigurator's rule and weights for every backend, as DynoSim).
     #[arg(long, default_value = "server", value_name = "MODEL")]
     pub memory_model: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts

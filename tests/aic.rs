@@ -264,6 +264,38 @@ fn sglang_pools_follow_the_servers_memory_accounting_when_asked() {
     );
 }
 
+/// `aic_memory_model: server` also counts the weights as the checkpoint holds them. AIC's
+/// DeepSeek class takes all 61 of DeepSeek-R1's layers as MoE layers (the first 3 have a dense
+/// MLP: `first_k_dense_replace`) and keeps the whole embedding table on every GPU (the servers
+/// split it over the TP ranks). At TP 8 with FP8 weights that is, per GPU, 3 layers × 256 experts
+/// × 3 × 7168 × 2048 one-byte weights / 8, plus 7/8 of the 129280 × 7168 BF16 embedding, less
+/// the 3 dense MLPs (3 × 3 × 7168 × 18432 / 8): about 5.7 GB more KV pool, at 61 × 576 bytes per
+/// FP8 token. A dense model's pool does not change.
+#[test]
+fn server_memory_counts_deepseek_weights_as_the_checkpoint_holds_them() {
+    if !have_aic("server_memory_counts_deepseek_weights_as_the_checkpoint_holds_them") {
+        return;
+    }
+    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    let engine = |memory: &str| {
+        loaded(&format!(
+            r#"{{"engine_type":"vllm","aic_backend":"vllm","aic_backend_version":"0.24.0","aic_system":"h200_sxm","aic_model_path":"deepseek-ai/DeepSeek-R1","aic_tp_size":8,"aic_moe_tp_size":8,"aic_gemm_dtype":"fp8_block","aic_moe_dtype":"fp8_block","aic_kv_cache_dtype":"fp8","aic_memory_model":"{memory}"}}"#
+        ))
+    };
+    let (aic, server) = (engine("aic"), engine("server"));
+    let moe = 3.0 * 256.0 * 3.0 * 7168.0 * 2048.0 / 8.0;
+    let embedding = 129_280.0 * 7168.0 * 2.0 * 7.0 / 8.0;
+    let dense = 3.0 * 3.0 * 7168.0 * 18_432.0 / 8.0;
+    let want_tokens = (moe + embedding - dense) / (61.0 * 576.0);
+    let got_tokens = (server.num_gpu_blocks - aic.num_gpu_blocks) as f64 * aic.block_size as f64;
+    assert!(
+        (got_tokens / want_tokens - 1.0).abs() < 0.01,
+        "{got_tokens} more tokens, want about {want_tokens:.0} ({} → {} blocks)",
+        aic.num_gpu_blocks,
+        server.num_gpu_blocks
+    );
+}
+
 /// DeepSeek-R1 (FP8 checkpoint) on SGLang 0.5.14: the H200 perf data has context MLA only with
 /// bfloat16 FMHA. Left unset, the FMHA dtype falls back to bfloat16 as AIConfigurator's own
 /// estimate does (the run says so) and times exactly as `aic_fmha_dtype: bfloat16`; set to fp8,

@@ -19,7 +19,8 @@ pub(crate) struct MemoryFractions {
     pub mem_fraction_static: Option<f64>,
     pub free_gpu_memory_fraction: Option<f64>,
     /// `aic_memory_model: server`: size the pool by the server's own accounting where it differs
-    /// from AIC's (SGLang's static fraction holds weights and KV only) instead of AIC's.
+    /// from AIC's (SGLang's static fraction holds weights and KV only; the weights as the
+    /// checkpoint holds them) instead of AIC's.
     pub server_accounting: bool,
 }
 
@@ -161,6 +162,7 @@ pub(crate) fn parse_aic_args(
             max_num_batched_tokens: max_num_batched_tokens.unwrap_or(8192),
             memory_fraction_kind: kind.into(),
             memory_fraction_value: value,
+            checkpoint_weights: fractions.server_accounting,
         }),
     }))
 }

@@ -32,10 +32,11 @@ use std::collections::BTreeMap;
 pub enum KvCacheDtype {
     /// As the measured deployments ran: FP8 for vLLM and TRT-LLM rows with FP8 or FP4 weights
     /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`) and
-    /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`; H200's DeepSeek-R1
-    /// script sets none, and AIC has no FP8-KV context attention for Qwen3.5 there), AIC's
-    /// default for the model (BF16 unless its checkpoint says otherwise; FP8 for DeepSeek-R1)
-    /// for every other row.
+    /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`), BF16 for aggregated
+    /// SGLang DeepSeek-R1 on H200 (its script sets none; SGLang's default is the model's dtype),
+    /// AIC's default for the model (BF16 unless its checkpoint says otherwise; FP8 for
+    /// DeepSeek-R1) for every other row (H200 SGLang Qwen3.5's script sets FP8, which AIC has
+    /// no context-attention data for there).
     #[default]
     Auto,
     /// AIC's default for the model (its checkpoint's KV quantisation, else BF16).
@@ -65,8 +66,15 @@ impl KvCacheDtype {
                 let low_precision = t.gemm_quant.starts_with("fp8")
                     || t.gemm_quant.contains("fp4")
                     || matches!(t.precision.as_str(), "fp8" | "fp4");
-                let sglang_fp8 = p.backend == "sglang" && p.system != "h200_sxm";
-                let fp8_kv = matches!(p.backend.as_str(), "vllm" | "trtllm") || sglang_fp8;
+                if p.backend == "sglang" && p.system == "h200_sxm" {
+                    // The aggregated DeepSeek-R1 script passes no `--kv-cache-dtype`: SGLang's
+                    // `auto` is the model's dtype, BF16, where AIC's default for the checkpoint
+                    // is FP8. The Qwen3.5 script's FP8 has no context-attention data in AIC
+                    // there.
+                    let bf16 = p.mode == "agg" && p.model.contains("DeepSeek-R1");
+                    return bf16.then_some("bfloat16");
+                }
+                let fp8_kv = matches!(p.backend.as_str(), "vllm" | "trtllm" | "sglang");
                 (low_precision && fp8_kv).then_some("fp8")
             }
         }
@@ -76,9 +84,10 @@ impl KvCacheDtype {
 /// How table rows' KV pools are sized from AIC's memory breakdown (`--memory-model`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MemoryModel {
-    /// As each measured server accounts its memory fraction: SGLang rows get
-    /// `aic_memory_model: server` (`mem_fraction_static` holds the weights and the KV pool,
-    /// activations and CUDA graphs live outside it); vLLM's and TRT-LLM's accounting is AIC's.
+    /// As each measured server accounts its memory: every row gets `aic_memory_model: server`
+    /// (SGLang's `mem_fraction_static` holds the weights and the KV pool, activations and CUDA
+    /// graphs live outside it; the weights are counted as the checkpoint holds them where AIC's
+    /// model class counts them otherwise); vLLM's and TRT-LLM's fractions are AIC's.
     #[default]
     Server,
     /// AIConfigurator's rule for every backend (DynoSim's).
@@ -791,7 +800,7 @@ fn from_table(
         if let Some(kv) = kv {
             set("aic_kv_cache_dtype", json!(kv));
         }
-        if opts.memory_model == MemoryModel::Server && p.backend == "sglang" {
+        if opts.memory_model == MemoryModel::Server {
             set("aic_memory_model", json!("server"));
         }
         if let Some(ms) = dispatch {

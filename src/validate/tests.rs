@@ -174,7 +174,8 @@ fn disaggregated_rows_get_two_pools() {
     );
     assert_eq!((r.num_prefill_workers, r.num_decode_workers), (2, 1));
     assert_eq!(r.replay_concurrency, Some(8));
-    // SGLang rows keep the model's KV dtype.
+    // Disaggregated SGLang rows keep the model's KV dtype (the BF16 of the aggregated H200
+    // DeepSeek-R1 script is that script's).
     assert!(r
         .prefill_engine_args
         .as_ref()
@@ -491,7 +492,8 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     let e = engine(&tp8.replacen(",b200_sxm,", ",h200_sxm,", 1), &defaults);
     assert!(e["sglang"].get("scheduler_recv_interval").is_none());
     assert_eq!(e["sglang"]["max_prefill_tokens"], 32768);
-    assert!(e.get("aic_kv_cache_dtype").is_none());
+    // Its script sets no KV dtype: SGLang keeps the model's BF16 (AIC's default would be FP8).
+    assert_eq!(e["aic_kv_cache_dtype"], "bfloat16");
     // Not on other models; `--launch-settings none` leaves SGLang's defaults (the KV dtype
     // follows `--kv-cache-dtype`).
     let llama = LLAMA
@@ -506,17 +508,19 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     let e = engine(&qwen, &none);
     assert!(e.get("sglang").is_none() && e.get("mem_fraction_static").is_none());
     assert_eq!(e["aic_kv_cache_dtype"], "fp8");
-    // SGLang pools are sized by SGLang's accounting of its fraction (`--memory-model server`,
-    // whatever the launch settings); `aic` keeps AIC's rule, and vLLM rows never carry the key.
+    // Pools are sized as the servers account their memory (`--memory-model server`, whatever
+    // the launch settings, on every backend: SGLang's fraction, the checkpoint's weights);
+    // `aic` keeps AIC's rule and leaves the key out.
     assert_eq!(e["aic_memory_model"], "server");
     assert_eq!(engine(&qwen, &defaults)["aic_memory_model"], "server");
+    let vllm = LLAMA.replacen(",h200_sxm,", ",b200_sxm,", 1);
+    assert_eq!(engine(&vllm, &defaults)["aic_memory_model"], "server");
     let aic_memory = Options {
         memory_model: MemoryModel::Aic,
         ..Options::default()
     };
     assert!(engine(&qwen, &aic_memory).get("aic_memory_model").is_none());
-    let vllm = LLAMA.replacen(",h200_sxm,", ",b200_sxm,", 1);
-    assert!(engine(&vllm, &defaults).get("aic_memory_model").is_none());
+    assert!(engine(&vllm, &aic_memory).get("aic_memory_model").is_none());
 }
 
 #[test]

@@ -168,9 +168,12 @@ def compile_request(req):
     except Exception as exc:
         fail("compile_failed", f"{type(exc).__name__}: {exc}")
     blocks = None
+    weights_overcount = None
     kv = req.get("kv")
-    if kv is not None and kv["memory_fraction_kind"] == "of_static":
-        blocks = static_fraction_blocks(memory, model, req, kv, parallel, quant)
+    if kv is not None and kv.get("checkpoint_weights"):
+        weights_overcount = checkpoint_weights_overcount(model, req["backend"], parallel, quant)
+    if kv is not None and (kv["memory_fraction_kind"] == "of_static" or weights_overcount):
+        blocks = breakdown_blocks(memory, model, req, kv, parallel, quant, weights_overcount or 0.0)
     elif kv is not None:
         try:
             blocks = int(
@@ -187,15 +190,17 @@ def compile_request(req):
             )
         except Exception as exc:
             fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
-    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback})
+    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback, "weights_overcount_bytes": weights_overcount})
 
 
-def static_fraction_blocks(memory, model, req, kv, parallel, quant):
-    """KV blocks as SGLang sizes its pool: `mem_fraction_static` of the GPU holds the weights and
-    the KV pool, and activations and CUDA graphs live in the rest (SGLang's `rest_memory =
-    free after loading - total * (1 - fraction)`). AIC's own `of_total` rule (vLLM's accounting)
-    also takes the activations out of the fraction; this takes AIC's memory breakdown and leaves
-    them out: budget = capacity * fraction - (weights + runtime overhead + NCCL buffers)."""
+def breakdown_blocks(memory, model, req, kv, parallel, quant, weights_overcount):
+    """KV blocks from AIC's memory breakdown, for the two rules AIC's own estimate does not have:
+    SGLang's static fraction (`of_static`: `mem_fraction_static` of the GPU holds the weights and
+    the KV pool, and activations and CUDA graphs live in the rest, SGLang's `rest_memory = free
+    after loading - total * (1 - fraction)`, where AIC's `of_total`, vLLM's accounting, also
+    takes the activations out of the fraction), and weights counted as the checkpoint holds them
+    (`weights_overcount` bytes fewer per GPU than AIC's; `of_total`/`of_free` then as AIC's
+    `kv_cache_budget_bytes`)."""
     try:
         estimator = memory.KVCacheEstimator.from_request(
             model, req["system"], req["backend"], req["backend_version"],
@@ -205,14 +210,73 @@ def static_fraction_blocks(memory, model, req, kv, parallel, quant):
             **parallel, **quant,
         )
         b = estimator.breakdown
-        budget = float(b["gpu_memory_capacity_bytes"]) * float(kv["memory_fraction_value"]) - (
-            float(b["non_kv_bytes"]) - float(b["activations_bytes"])
-        )
+        capacity = float(b["gpu_memory_capacity_bytes"])
+        fraction = float(kv["memory_fraction_value"])
+        non_kv = float(b["non_kv_bytes"]) - weights_overcount
+        kind = kv["memory_fraction_kind"]
+        if kind == "of_static":
+            budget = capacity * fraction - (non_kv - float(b["activations_bytes"]))
+        elif kind == "of_free":
+            budget = (capacity - non_kv) * fraction
+        else:
+            budget = capacity * fraction - non_kv
         if budget <= 0.0:
-            raise ValueError(f"no KV budget: the weights and runtime buffers ({int(b['non_kv_bytes'] - b['activations_bytes'])} bytes) fill the static fraction")
+            raise ValueError(f"no KV budget: the weights and runtime buffers ({int(non_kv)} bytes) fill the fraction")
         return int(b["tokens_from_kv_bytes"](budget)) // int(kv["block_size"])
     except Exception as exc:
         fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
+
+
+def checkpoint_weights_overcount(model_path, backend, parallel, quant):
+    """How many bytes per GPU AIC's weight count exceeds the checkpoint's, for a model whose AIC
+    class counts weights another way than its servers load them (0.0 for the others). AIC's
+    DeepSeek class (DeepSeek-V3/R1, Kimi-K2.x) takes every layer as an MoE layer, where the
+    config's `first_k_dense_replace` first layers have a dense MLP instead (3 of DeepSeek-R1's 61,
+    1 of Kimi-K2.5's), and keeps the whole embedding table on every GPU, where vLLM, SGLang and
+    TRT-LLM split it over the attention TP ranks. None when AIC's model cannot be built here
+    (the compile step reports that itself)."""
+    try:
+        from aiconfigurator_core.sdk import operations as ops
+        from aiconfigurator_core.sdk.config_builders import build_model_config
+        from aiconfigurator_core.sdk.models import get_model
+        from aiconfigurator_core.sdk.models.helpers import _get_model_info
+
+        cfg = build_model_config(
+            pp_size=1,
+            **dict(parallel, moe_tp_size=parallel["moe_tp_size"] or 1, moe_ep_size=parallel["moe_ep_size"] or 1),
+            **quant,
+        )
+        built = get_model(model_path, cfg, backend)
+        info = _get_model_info(model_path)
+    except Exception:
+        return None
+    layers = int(info["layers"])
+    moe_layers = info.get("num_moe_layers")  # aiconfigurator-core 0.12; 0.11 derives it here
+    if moe_layers is None and info.get("num_experts"):
+        raw = info.get("raw_config") or {}
+        raw = raw.get("text_config") or raw
+        if int(raw.get("moe_layer_freq") or 1) == 1:
+            moe_layers = layers - int(raw.get("first_k_dense_replace") or 0)
+    moe_layers = int(moe_layers or 0)
+    tp, adp = int(parallel["tp_size"]), int(parallel["attention_dp_size"] or 1)
+    over, dense_quant = 0.0, None
+    for op in built.context_ops:
+        w = float(op.get_weights())
+        if w <= 0.0:
+            continue
+        kind, name = type(op).__name__, str(op._name)
+        if kind == "Embedding" and tp > 1 and adp == 1 and int(op._row_size) == int(info["vocab"]):
+            over += w * (1.0 - 1.0 / tp)
+        in_moe_block = kind == "MoE" or "shared" in name or "router" in name
+        if in_moe_block and 0 < moe_layers < layers and float(op._scale_factor) == layers:
+            over += w * (1.0 - moe_layers / layers)
+            if "shared_gate_up" in name:
+                dense_quant = op._quant_mode
+    if dense_quant is not None:  # the dense layers' MLP, quantised as the shared expert
+        dense, inter, h = layers - moe_layers, int(info["inter_size"]), int(info["hidden_size"])
+        for n, k in ((2 * inter // tp, h), (h, inter // tp)):
+            over -= float(ops.GEMM("dense_mlp", dense, n, k, dense_quant).get_weights())
+    return over
 
 
 def resolve_fmha(req, parallel, quant):

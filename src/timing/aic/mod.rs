@@ -55,6 +55,11 @@ pub struct AicKvEstimate {
     /// accounting, `aic_memory_model: server`).
     pub memory_fraction_kind: String,
     pub memory_fraction_value: f64,
+    /// `aic_memory_model: server`: count the weights as the checkpoint holds them where AIC's
+    /// model class counts them otherwise (helper.py `checkpoint_weights_overcount`). Left out of
+    /// the request (and so of the cache key) when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoint_weights: bool,
 }
 
 /// The `aic_*` keys of one engine-args object, as parsed (nothing compiled or loaded).
