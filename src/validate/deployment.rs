@@ -791,7 +791,10 @@ fn from_table(
                 set("aic_moe_ep_size", json!(mep));
             }
         }
-        if let Some(q) = quant(&t.gemm_quant) {
+        // A weight-only INT4 row ran a checkpoint whose INT4 covers its routed experts only
+        // (Kimi-K2.5's compressed-tensors config leaves attention, shared experts, the dense
+        // MLP and lm_head in BF16): the GEMMs are AIC's default for the checkpoint.
+        if let Some(q) = quant(&t.gemm_quant).filter(|q| q != "int4_wo") {
             set("aic_gemm_dtype", json!(q));
         }
         if let Some(q) = quant(&t.moe_quant) {

@@ -26,6 +26,7 @@ fn catalog() -> AicCatalog {
             "zai-org/GLM-5-FP8",
             "nvidia/GLM-5-NVFP4",
             "deepseek-ai/DeepSeek-R1",
+            "moonshotai/Kimi-K2.5",
             "Qwen/Qwen3-32B",
             "Qwen/Qwen3-32B-FP8",
         ]
@@ -140,6 +141,27 @@ fn a_table_row_becomes_the_benchmark_run() {
         .unwrap()
         .get("aic_kv_cache_dtype")
         .is_none());
+}
+
+#[test]
+fn int4_rows_quantise_only_the_moe_experts() {
+    // Kimi-K2.5's INT4 checkpoint quantises its routed experts; its other GEMMs are BF16, AIC's
+    // default for the checkpoint, so the row's `int4_wo` GEMM label is not passed on.
+    let kimi = LLAMA
+        .replacen("meta-llama/Llama-3.1-70B", "moonshotai/Kimi-K2.5", 1)
+        .replacen(
+            ",fp8,agg,1024,1024,fp8,fp8,16,2,1,1,2,1,",
+            ",int4,agg,1024,1024,int4_wo,int4_wo,16,8,1,1,8,1,",
+            1,
+        );
+    let pts = read_table(Path::new("t.csv"), &table(&[&kimi])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    let e = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(e["aic_model_path"], "moonshotai/Kimi-K2.5");
+    assert_eq!(e["aic_moe_dtype"], "int4_wo");
+    assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
+    // An INT4 KV cache is no server's default: the model's (BF16).
+    assert!(e.get("aic_kv_cache_dtype").is_none(), "{e}");
 }
 
 #[test]
