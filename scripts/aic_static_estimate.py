@@ -22,9 +22,11 @@ What is passed to cli_estimate, per row:
     model with the same repository name (optionally prefixed `Meta-`) under another organisation
     (meta-llama/Llama-3.1-70B -> meta-llama/Meta-Llama-3.1-70B, zhipuai/GLM-5 -> zai-org/GLM-5);
     no match -> unsupported (cli_estimate would try to download the config).
-  - system, backend, mode (agg | disagg), isl, osl, gemm_quant_mode, moe_quant_mode from the row;
-    the KV-cache and attention quantisation are left for cli_estimate to infer (`--kvcache-quant`
-    sets the KV cache's for every row instead).
+  - system, backend, mode (agg | disagg), isl, osl, gemm_quant_mode, moe_quant_mode from the row
+    (but an `int4_wo` GEMM mode, whose checkpoint quantises only the routed experts, is left for
+    cli_estimate to infer, as `dynosim validate` does); the KV-cache and attention quantisation
+    are left for cli_estimate to infer (`--kvcache-quant` sets the KV cache's for every row
+    instead).
   - backend version: the row's if installed; empty -> AIConfigurator's default for the system and
     backend (what cli_estimate itself picks); not installed -> the newest installed version not
     newer than it, else the oldest installed (a version that does not parse, e.g. `nightly-dev`,
@@ -203,7 +205,10 @@ def estimate_args(row: dict, resolver: Resolver, kvcache_quant: str | None) -> t
         backend_version=version,
         isl=isl,
         osl=osl,
-        gemm_quant_mode=row["gemm_quant_mode"] or None,
+        # `int4_wo` rows ran a checkpoint whose INT4 covers its routed experts only (Kimi-K2.5's
+        # compressed-tensors config leaves the other GEMMs in BF16): as `dynosim validate`, the
+        # GEMMs are left for cli_estimate to infer from the checkpoint.
+        gemm_quant_mode=(row["gemm_quant_mode"] if row["gemm_quant_mode"] != "int4_wo" else "") or None,
         moe_quant_mode=row["moe_quant_mode"] or None,
     )
     if kvcache_quant:
