@@ -208,7 +208,7 @@ def estimate_args(row: dict, resolver: Resolver, kvcache_quant: str | None) -> t
         # `int4_wo` rows ran a checkpoint whose INT4 covers its routed experts only (Kimi-K2.5's
         # compressed-tensors config leaves the other GEMMs in BF16): as `dynosim validate`, the
         # GEMMs are left for cli_estimate to infer from the checkpoint.
-        gemm_quant_mode=(row["gemm_quant_mode"] if row["gemm_quant_mode"] != "int4_wo" else "") or None,
+        gemm_quant_mode=row["gemm_quant_mode"] if row["gemm_quant_mode"] not in ("", "int4_wo") else None,
         moe_quant_mode=row["moe_quant_mode"] or None,
     )
     if kvcache_quant:

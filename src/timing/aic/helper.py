@@ -190,7 +190,7 @@ def compile_request(req):
             )
         except Exception as exc:
             fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
-    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback, "weights_overcount_bytes": weights_overcount})
+    answer({"ok": True, "aic_version": VERSION, "schema": int(engine.ENGINE_SPEC_SCHEMA_VERSION), "spec_hex": bytes(spec).hex(), "systems_root": systems_root(sp), "num_gpu_blocks": blocks, "fmha_fallback": fmha_fallback})
 
 
 def breakdown_blocks(memory, model, req, kv, parallel, quant, weights_overcount):
@@ -210,21 +210,33 @@ def breakdown_blocks(memory, model, req, kv, parallel, quant, weights_overcount)
             **parallel, **quant,
         )
         b = estimator.breakdown
-        capacity = float(b["gpu_memory_capacity_bytes"])
-        fraction = float(kv["memory_fraction_value"])
-        non_kv = float(b["non_kv_bytes"]) - weights_overcount
         kind = kv["memory_fraction_kind"]
-        if kind == "of_static":
-            budget = capacity * fraction - (non_kv - float(b["activations_bytes"]))
-        elif kind == "of_free":
-            budget = (capacity - non_kv) * fraction
-        else:
-            budget = capacity * fraction - non_kv
+        non_kv = float(b["non_kv_bytes"]) - weights_overcount
+        if kind == "of_static":  # the fraction holds no activations
+            non_kv -= float(b["activations_bytes"])
+        budget = memory.kv_cache_budget_bytes(
+            capacity=float(b["gpu_memory_capacity_bytes"]),
+            non_kv=non_kv,
+            fraction=float(kv["memory_fraction_value"]),
+            of_free=kind == "of_free",
+        )
         if budget <= 0.0:
             raise ValueError(f"no KV budget: the weights and runtime buffers ({int(non_kv)} bytes) fill the fraction")
         return int(b["tokens_from_kv_bytes"](budget)) // int(kv["block_size"])
     except Exception as exc:
         fail("kv_estimate_failed", f"{type(exc).__name__}: {exc}")
+
+
+def model_config(parallel, quant):
+    """AIC's ModelConfig for the request's parallelism and dtypes (no pipeline parallelism; an
+    unset MoE TP or EP size is 1)."""
+    from aiconfigurator_core.sdk.config_builders import build_model_config
+
+    return build_model_config(
+        pp_size=1,
+        **dict(parallel, moe_tp_size=parallel["moe_tp_size"] or 1, moe_ep_size=parallel["moe_ep_size"] or 1),
+        **quant,
+    )
 
 
 def checkpoint_weights_overcount(model_path, backend, parallel, quant):
@@ -237,16 +249,10 @@ def checkpoint_weights_overcount(model_path, backend, parallel, quant):
     (the compile step reports that itself)."""
     try:
         from aiconfigurator_core.sdk import operations as ops
-        from aiconfigurator_core.sdk.config_builders import build_model_config
         from aiconfigurator_core.sdk.models import get_model
         from aiconfigurator_core.sdk.models.helpers import _get_model_info
 
-        cfg = build_model_config(
-            pp_size=1,
-            **dict(parallel, moe_tp_size=parallel["moe_tp_size"] or 1, moe_ep_size=parallel["moe_ep_size"] or 1),
-            **quant,
-        )
-        built = get_model(model_path, cfg, backend)
+        built = get_model(model_path, model_config(parallel, quant), backend)
         info = _get_model_info(model_path)
     except Exception:
         return None
@@ -288,7 +294,6 @@ def resolve_fmha(req, parallel, quant):
     if quant["fmha_quant_mode"] is not None:
         return None
     try:
-        from aiconfigurator_core.sdk.config_builders import build_model_config
         from aiconfigurator_core.sdk.models.helpers import resolve_context_fmha_by_data
         from aiconfigurator_core.sdk.perf_database import get_database
     except ImportError:
@@ -297,11 +302,7 @@ def resolve_fmha(req, parallel, quant):
         database = get_database(req["system"], req["backend"], req["backend_version"], systems_paths=req.get("systems_path"))
         if database is None:
             return None
-        cfg = build_model_config(
-            pp_size=1,
-            **dict(parallel, moe_tp_size=parallel["moe_tp_size"] or 1, moe_ep_size=parallel["moe_ep_size"] or 1),
-            **quant,
-        )
+        cfg = model_config(parallel, quant)
         resolve_context_fmha_by_data(cfg, req["model_path"], database, req["backend"], is_context_role=True)
     except Exception:
         return None  # no rule applies; the compile step reports any real problem itself
