@@ -110,6 +110,12 @@ pub struct CalibrateArgs {
     /// entries that win over the family's for pools of that shape.
     #[arg(long)]
     pub per_parallelism: bool,
+    /// Fit a family whose rows have several weight quantisations (e.g. FP8 and NVFP4) as one:
+    /// no entries per quantisation. By default each quantisation with at least 6 rows also
+    /// gets an entry, fitted on its rows alone, that wins over the family's for its pools (and
+    /// --per-parallelism's shapes are fitted within it).
+    #[arg(long)]
+    pub no_per_quantisation: bool,
     #[command(flatten)]
     pub options: MeasuredOptions,
     #[command(flatten)]

@@ -52,6 +52,21 @@ fn calibrate(
     (file, String::from_utf8_lossy(&o.stdout).to_string(), stderr)
 }
 
+/// `dynosim validate ROWS --calibration CAL` at 2 prompts per unit of concurrency on 2
+/// threads, into `dir/v`; it must succeed. Its stderr.
+fn validate_with(dir: &Path, rows: &Path, cal: &Path) -> String {
+    let out = dynosim(dir)
+        .args(["validate", rows.to_str().unwrap(), "-o"])
+        .arg(dir.join("v"))
+        .args(["--prompts-per-concurrency", "2", "-j", "2", "--calibration"])
+        .arg(cal)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
 /// `dynosim run` of 48 requests (ISL 1024, OSL 64, concurrency 8) with `engine`; the report
 /// and stderr.
 fn run(dir: &Path, engine: &str, extra: &[&str]) -> (Value, String) {
@@ -519,17 +534,74 @@ fn per_parallelism_entries_win_for_their_shape() {
     assert!(stdout.contains("meta-llama/Meta-Llama-3.1-70B tp2"));
 
     // validate with the file: each shape takes its own entry.
-    let out = dynosim(d)
-        .args(["validate", rows_csv.to_str().unwrap(), "-o"])
-        .arg(d.join("v"))
-        .args(["--prompts-per-concurrency", "2", "-j", "2", "--calibration"])
-        .arg(&cal)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
+    let stderr = validate_with(d, &rows_csv, &cal);
     for shape in ["tp1", "tp2"] {
         let note = format!("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B {shape}: ");
         assert!(stderr.contains(&note), "{note} not in {stderr}");
     }
+}
+
+#[test]
+fn each_quantisation_of_a_family_gets_its_own_entry() {
+    if !common::have_aic("each_quantisation_of_a_family_gets_its_own_entry") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 20 measured B200 vLLM Llama-3.1-70B rows at TP 8: 10 with FP8 weights, 10 with NVFP4.
+    let rows =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv");
+    let cal = d.join("cal.json");
+    let (file, stdout, _) = calibrate(d, &rows, &cal, &[]);
+    let entries: Vec<(Option<&str>, usize)> = file
+        .families
+        .iter()
+        .map(|f| {
+            (
+                f.quantisation.as_deref(),
+                f.fit.as_ref().unwrap().rows.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [(None, 20), (Some("fp8"), 10), (Some("nvfp4"), 10)],
+        "{file:?}"
+    );
+    assert!(file.families.iter().all(|f| f.parallelism.is_none()));
+    assert_eq!(file.options["per_quantisation"], true);
+    // Each quantisation's fit is its own: its in-sample objective is no worse than the
+    // family's corrections give its rows (the family's corrections are a point it could pick
+    // only if it had them on its grid, so compare with the uncalibrated point, which it has).
+    for f in &file.families[1..] {
+        let fit = f.fit.as_ref().unwrap();
+        let obj = |s: &dynosim::calibrate::ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
+        assert!(obj(&fit.fitted) <= obj(&fit.uncalibrated) + 1e-9, "{f:?}");
+        assert!(fit.cross_validated.is_some(), "{f:?}");
+    }
+    assert_ne!(
+        file.families[1].corrections(),
+        file.families[2].corrections()
+    );
+    assert!(
+        stdout.contains("meta-llama/Meta-Llama-3.1-70B nvfp4 "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  as applied (most specific entries, 20 of 20 rows): cross-val "),
+        "{stdout}"
+    );
+
+    // validate with the file: each quantisation takes its own entry.
+    let stderr = validate_with(d, &rows, &cal);
+    for q in ["fp8", "nvfp4"] {
+        let note = format!("calibrated b200_sxm vllm meta-llama/Meta-Llama-3.1-70B {q}: ");
+        assert!(stderr.contains(&note), "{note} not in {stderr}");
+    }
+
+    // --no-per-quantisation fits the family as one.
+    let pooled = d.join("pooled.json");
+    let (file, _, _) = calibrate(d, &rows, &pooled, &["--no-per-quantisation"]);
+    assert_eq!(file.families.len(), 1, "{file:?}");
+    assert_eq!(file.options["per_quantisation"], false);
 }

@@ -13,7 +13,8 @@ use super::fit::{
 use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
-use crate::validate::calibration::{aic_family, correction_keys, parallelism_of};
+use crate::validate::calibration::{aic_family, correction_keys, parallelism_of, quantisation_of};
+use crate::validate::deployment::Recipe;
 use crate::validate::{
     Corrections as KeyCorrections, MeasuredPoint, PointResult, Status, Validator,
 };
@@ -73,33 +74,50 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
             continue;
         }
+        // An entry narrower than the family, fitted on its rows alone when it has enough.
+        let mut narrow_entry = |narrow: Family, narrow_rows: &[usize]| -> bool {
+            if !enough_rows(&narrow, narrow_rows, &baseline) {
+                return false;
+            }
+            let entry =
+                calibrate_family(args, &validator, &points, &baseline, &narrow, narrow_rows);
+            entry.map(|e| file.families.push(e)).is_some()
+        };
+        // What narrower entries are fitted within: each weight quantisation when the family's
+        // rows have several (AIC's kernels are off by other factors for FP8 than for FP4),
+        // else the family.
+        let quantisations = match args.no_per_quantisation {
+            true => BTreeMap::new(),
+            false => by_key(rows, &baseline, quantisation_of),
+        };
+        let mut parents: Vec<(Family, Vec<usize>)> = Vec::new();
+        if quantisations.len() < 2 {
+            parents.push((family.clone(), rows.clone()));
+        } else {
+            for (q, q_rows) in quantisations {
+                let narrow = Family {
+                    quantisation: Some(q),
+                    ..family.clone()
+                };
+                if narrow_entry(narrow.clone(), &q_rows) {
+                    parents.push((narrow, q_rows));
+                }
+            }
+        }
         if !args.per_parallelism {
             continue;
         }
-        let shapes = by_shape(rows, &baseline);
-        if shapes.len() < 2 {
-            continue; // one shape: its entry would be the family's
-        }
-        for (shape, shape_rows) in shapes {
-            let narrow = Family {
-                parallelism: Some(shape),
-                ..family.clone()
-            };
-            let simulated = shape_rows
-                .iter()
-                .filter(|&&i| baseline[i].status == Status::Ok)
-                .count();
-            if simulated < MIN_SHAPE_ROWS {
-                eprintln!(
-                    "calibrate: {narrow}: {simulated} simulated row(s), fewer than \
-                     {MIN_SHAPE_ROWS}; the family's corrections apply"
-                );
-                continue;
+        for (parent, parent_rows) in parents {
+            let shapes = by_key(&parent_rows, &baseline, parallelism_of);
+            if shapes.len() < 2 {
+                continue; // one shape: its entry would be the parent's
             }
-            if let Some(entry) =
-                calibrate_family(args, &validator, &points, &baseline, &narrow, &shape_rows)
-            {
-                file.families.push(entry);
+            for (shape, shape_rows) in shapes {
+                let narrow = Family {
+                    parallelism: Some(shape),
+                    ..parent.clone()
+                };
+                narrow_entry(narrow, &shape_rows);
             }
         }
     }
@@ -147,15 +165,34 @@ fn group(
 /// Unmatched rows a family's record keeps (the worst).
 const MAX_UNMATCHED: usize = 5;
 
-/// Rows a deployment shape needs for an entry of its own (`--per-parallelism`).
-const MIN_SHAPE_ROWS: usize = 6;
+/// Simulated rows a weight quantisation or deployment shape needs for an entry of its own.
+const MIN_NARROW_ROWS: usize = 6;
 
-/// A family's rows by deployment shape (`calibrate::parallelism_label` of their recipes).
-fn by_shape(rows: &[usize], baseline: &[PointResult]) -> BTreeMap<String, Vec<usize>> {
+/// Whether a narrower entry has enough simulated rows to be fitted; says so on stderr if not.
+fn enough_rows(narrow: &Family, rows: &[usize], baseline: &[PointResult]) -> bool {
+    let simulated = rows
+        .iter()
+        .filter(|&&i| baseline[i].status == Status::Ok)
+        .count();
+    if simulated < MIN_NARROW_ROWS {
+        eprintln!(
+            "calibrate: {narrow}: {simulated} simulated row(s), fewer than {MIN_NARROW_ROWS}; \
+             the wider entry's corrections apply"
+        );
+    }
+    simulated >= MIN_NARROW_ROWS
+}
+
+/// A family's rows by a label of their recipes (weight quantisation, deployment shape).
+fn by_key(
+    rows: &[usize],
+    baseline: &[PointResult],
+    label: fn(&Recipe) -> Option<String>,
+) -> BTreeMap<String, Vec<usize>> {
     let mut out: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for &i in rows {
-        if let Some(shape) = baseline[i].recipe.as_ref().and_then(parallelism_of) {
-            out.entry(shape).or_default().push(i);
+        if let Some(key) = baseline[i].recipe.as_ref().and_then(label) {
+            out.entry(key).or_default().push(i);
         }
     }
     out
@@ -275,6 +312,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
         "exclude": args.exclude,
+        "per_quantisation": !args.no_per_quantisation,
         "per_parallelism": args.per_parallelism,
         "fit": fit_name(args),
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
@@ -314,8 +352,15 @@ fn fit_name(args: &CalibrateArgs) -> String {
 
 /// One line per family: scales, then uncalibrated, in-sample and cross-validated errors.
 pub fn render(file: &CalibrationFile) -> String {
+    let w = file
+        .families
+        .iter()
+        .map(|f| f.family().to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(44);
     let mut out = format!(
-        "{:<44} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+        "{:<w$} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
         "family",
         "rows",
         "prefill",
@@ -338,7 +383,7 @@ pub fn render(file: &CalibrationFile) -> String {
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
-            "{:<44} {:>5} {:>8.3} {:>8.3} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+            "{:<w$} {:>5} {:>8.3} {:>8.3} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
             name,
             fit.rows.len(),
             f.prefill_scale,
@@ -366,8 +411,71 @@ pub fn render(file: &CalibrationFile) -> String {
                 rows.join(", ")
             ));
         }
+        let last_of_family = file
+            .families
+            .iter()
+            .rev()
+            .find(|g| g.family().generic() == f.family().generic())
+            .is_some_and(|g| std::ptr::eq(g, f));
+        if last_of_family {
+            if let Some(line) = as_applied(file, &f.family().generic()) {
+                out.push_str(&line);
+            }
+        }
     }
     out
+}
+
+/// For a family with narrower entries, the cross-validated errors of its most specific
+/// entries together (each weighted by its held-out predictions), as the file applies them: the
+/// error to expect on the family's pools. `None` without narrower entries.
+fn as_applied(file: &CalibrationFile, family: &Family) -> Option<String> {
+    let entries: Vec<Family> = file
+        .families
+        .iter()
+        .map(FamilyCalibration::family)
+        .filter(|g| g.generic() == *family)
+        .collect();
+    if entries.len() < 2 {
+        return None;
+    }
+    // An entry is most specific when no other entry of the family narrows it.
+    let narrows = |g: &Family, wide: &Family| {
+        g != wide
+            && (wide.quantisation.is_none() || wide.quantisation == g.quantisation)
+            && (wide.parallelism.is_none() || wide.parallelism == g.parallelism)
+    };
+    let (mut n, mut ttft, mut tpot, mut rows) = (0usize, 0.0, 0.0, 0usize);
+    let mut total = 0usize;
+    for f in &file.families {
+        let g = f.family();
+        if g.generic() != *family {
+            continue;
+        }
+        if g == *family {
+            total = f.fit.as_ref().map_or(0, |r| r.rows.len());
+        }
+        if entries.iter().any(|h| narrows(h, &g)) {
+            continue;
+        }
+        let Some(fit) = &f.fit else { continue };
+        let Some(cv) = &fit.cross_validated else {
+            continue;
+        };
+        let e = &cv.errors;
+        n += e.n;
+        ttft += e.n as f64 * e.ttft_mean_abs_pct;
+        tpot += e.n as f64 * e.tpot_mean_abs_pct;
+        rows += fit.rows.len();
+    }
+    (n > 0).then(|| {
+        format!(
+            "  as applied (most specific entries, {rows} of {total} rows): cross-val \
+             {:.1}%/{:.1}%\n",
+            ttft / n as f64,
+            tpot / n as f64
+        )
+    })
 }
 
 fn short_scheme(scheme: &str, folds: usize) -> String {

@@ -11,8 +11,9 @@
 //! serving stack's fixed costs: a per-request overhead, added to the pool's
 //! `request_overhead_ms`, a per-prefill-pass overhead, added to its `prefill_pass_overhead_ms`,
 //! and a signed per-decode-pass overhead, added to its `decode_pass_overhead_ms`. An entry may
-//! be narrowed to one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
-//! the family's entry for pools of that shape.
+//! be narrowed to one weight quantisation (`quantisation`, e.g. `nvfp4`) and/or one deployment
+//! shape (`parallelism`, e.g. `tp4-ep4`), which then wins over the family's entry for pools of
+//! that quantisation or shape.
 //!
 //! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
 //!   name the file and the key, and applying it ([`CalibrationFile::apply`]);
@@ -47,6 +48,11 @@ pub struct Family {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// A weight quantisation within the family ([`quantisation_label`], e.g. `fp8` or
+    /// `nvfp4`): an entry with one applies to pools of that quantisation and wins over the
+    /// family's entry without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantisation: Option<String>,
     /// A deployment shape within the family ([`parallelism_label`], e.g. `tp4` or
     /// `tp4-dp4-ep16`): an entry with one applies to pools of that shape and wins over the
     /// family's entry without one.
@@ -57,20 +63,59 @@ pub struct Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.system, self.backend, self.model)?;
-        match &self.parallelism {
-            Some(p) => write!(f, " {p}"),
-            None => Ok(()),
+        for narrower in [&self.quantisation, &self.parallelism]
+            .into_iter()
+            .flatten()
+        {
+            write!(f, " {narrower}")?;
         }
+        Ok(())
     }
 }
 
 impl Family {
-    /// The same family without a deployment shape.
+    /// The same family without a quantisation or deployment shape.
     pub fn generic(&self) -> Family {
         Family {
+            quantisation: None,
             parallelism: None,
             ..self.clone()
         }
+    }
+
+    /// The entries that may apply to a pool of this family, most specific first: its
+    /// quantisation and shape, its quantisation, its shape, the family. (The quantisation goes
+    /// first: AIC's kernels differ more between dtypes than between shapes of one dtype.)
+    pub fn fallbacks(&self) -> Vec<Family> {
+        let mut out: Vec<Family> = Vec::with_capacity(4);
+        for (q, p) in [
+            (&self.quantisation, &self.parallelism),
+            (&self.quantisation, &None),
+            (&None, &self.parallelism),
+            (&None, &None),
+        ] {
+            let f = Family {
+                quantisation: q.clone(),
+                parallelism: p.clone(),
+                ..self.clone()
+            };
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
+    }
+}
+
+/// The weight quantisation of an AIC pool as calibration files name it, from its GEMM and MoE
+/// dtypes (`aic_gemm_dtype`, `aic_moe_dtype`; absent = AIC's default for the model): the GEMM
+/// dtype (`default` when absent), then `-moe-` and the MoE dtype when that is set and differs
+/// (`fp8`, `nvfp4`, `fp8-moe-fp8_block`, `default`).
+pub fn quantisation_label(gemm: Option<&str>, moe: Option<&str>) -> String {
+    let g = gemm.unwrap_or("default");
+    match moe {
+        Some(m) if m != g => format!("{g}-moe-{m}"),
+        _ => g.to_string(),
     }
 }
 
@@ -205,6 +250,10 @@ pub struct FamilyCalibration {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// The weight quantisation this entry is for (absent: every quantisation of the family
+    /// without an entry of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantisation: Option<String>,
     /// The deployment shape this entry is for (absent: every shape of the family without an
     /// entry of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,6 +280,7 @@ impl FamilyCalibration {
             system: family.system,
             backend: family.backend,
             model: family.model,
+            quantisation: family.quantisation,
             parallelism: family.parallelism,
             prefill_scale: c.prefill_scale,
             decode_scale: c.decode_scale,
@@ -246,6 +296,7 @@ impl FamilyCalibration {
             system: self.system.clone(),
             backend: self.backend.clone(),
             model: self.model.clone(),
+            quantisation: self.quantisation.clone(),
             parallelism: self.parallelism.clone(),
         }
     }
@@ -443,18 +494,18 @@ impl CalibrationFile {
         Ok(())
     }
 
-    /// The entry for `family`: the one of its deployment shape if the file has it, else the
-    /// family's entry without a shape.
+    /// The entry for `family`: the most specific the file has, in the order of
+    /// [`Family::fallbacks`] (quantisation and shape, quantisation, shape, the family).
     pub fn get(&self, family: &Family) -> Option<&FamilyCalibration> {
-        let find = |want: &Option<String>| {
+        family.fallbacks().into_iter().find_map(|want| {
             self.families.iter().find(|f| {
-                f.system == family.system
-                    && f.backend == family.backend
-                    && f.model == family.model
-                    && &f.parallelism == want
+                f.system == want.system
+                    && f.backend == want.backend
+                    && f.model == want.model
+                    && f.quantisation == want.quantisation
+                    && f.parallelism == want.parallelism
             })
-        };
-        find(&family.parallelism).or_else(|| find(&None))
+        })
     }
 
     /// Calibrates one pool: its AIC family's corrections, if the file has them.
@@ -500,6 +551,10 @@ pub fn family_of(e: &EngineArgs) -> Option<Family> {
         system: id.system.clone(),
         backend: id.backend.clone(),
         model: id.model_path.clone(),
+        quantisation: Some(quantisation_label(
+            id.gemm_dtype.as_deref(),
+            id.moe_dtype.as_deref(),
+        )),
         parallelism: Some(parallelism_label(
             id.tp_size,
             id.attention_dp_size,

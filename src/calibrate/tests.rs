@@ -5,6 +5,7 @@ fn family() -> Family {
         system: "h200_sxm".into(),
         backend: "vllm".into(),
         model: "meta-llama/Meta-Llama-3.1-70B".into(),
+        quantisation: None,
         parallelism: None,
     }
 }
@@ -236,6 +237,69 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("repeats the family"), "{e}");
+}
+
+#[test]
+fn the_most_specific_entry_wins_quantisation_first() {
+    let mut f = sample();
+    let entry = |q: Option<&str>, p: Option<&str>, scale: f64| {
+        let fam = Family {
+            quantisation: q.map(str::to_string),
+            parallelism: p.map(str::to_string),
+            ..family()
+        };
+        let c = Corrections {
+            prefill_scale: scale,
+            ..Corrections::NONE
+        };
+        FamilyCalibration::new(fam, c, None)
+    };
+    f.families.push(entry(Some("nvfp4"), None, 2.0));
+    f.families.push(entry(None, Some("tp4"), 3.0));
+    f.families.push(entry(Some("nvfp4"), Some("tp4"), 4.0));
+    let text = f.to_json();
+    assert!(text.contains("\"quantisation\": \"nvfp4\""), "{text}");
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(back, f);
+    let scale = |q: &str, p: &str| {
+        let pool = Family {
+            quantisation: Some(q.to_string()),
+            parallelism: Some(p.to_string()),
+            ..family()
+        };
+        back.get(&pool).unwrap().prefill_scale
+    };
+    assert_eq!(scale("nvfp4", "tp4"), 4.0); // its quantisation and shape
+    assert_eq!(scale("nvfp4", "tp8"), 2.0); // its quantisation before a shape
+    assert_eq!(scale("fp8", "tp4"), 3.0); // its shape
+    assert_eq!(scale("fp8", "tp8"), 1.18); // the family
+                                           // Named with both in notes; the same quantisation and shape twice is refused.
+    let both = back.families.last().unwrap().family();
+    assert_eq!(
+        both.to_string(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B nvfp4 tp4"
+    );
+    let mut twice = back.clone();
+    twice.families.push(entry(Some("nvfp4"), Some("tp4"), 5.0));
+    let e = CalibrationFile::parse(&twice.to_json())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("repeats the family"), "{e}");
+}
+
+#[test]
+fn quantisation_labels() {
+    assert_eq!(quantisation_label(Some("fp8"), Some("fp8")), "fp8");
+    assert_eq!(quantisation_label(Some("nvfp4"), None), "nvfp4");
+    assert_eq!(
+        quantisation_label(Some("fp8"), Some("fp8_block")),
+        "fp8-moe-fp8_block"
+    );
+    assert_eq!(
+        quantisation_label(None, Some("int4_wo")),
+        "default-moe-int4_wo"
+    );
+    assert_eq!(quantisation_label(None, None), "default");
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub(crate) struct MemoryFractions {
 
 /// DynoSim's dtype normalisation: blank/`auto`/`none`/`null` mean the model default, `int4` is
 /// `int4_wo`.
-fn normalize_dtype(value: &str) -> Option<String> {
+pub(crate) fn normalize_dtype(value: &str) -> Option<String> {
     let v = value.trim();
     if v.is_empty() || ["auto", "none", "null"].contains(&v.to_ascii_lowercase().as_str()) {
         return None;

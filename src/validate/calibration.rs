@@ -31,6 +31,7 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
             system: s("aic_system")?,
             backend: s("aic_backend")?,
             model: s("aic_model_path")?,
+            quantisation: None,
             parallelism: None,
         };
         match &family {
@@ -54,6 +55,26 @@ pub fn parallelism_of(r: &Recipe) -> Option<String> {
         n("aic_tp_size").unwrap_or(1),
         n("aic_attention_dp_size").unwrap_or(1),
         n("aic_moe_ep_size"),
+    ))
+}
+
+/// The weight quantisation of a recipe's pools as calibration files name it
+/// ([`calibrate::quantisation_label`]): the aggregated or prefill pool's (`None` without AIC).
+pub fn quantisation_of(r: &Recipe) -> Option<String> {
+    let pool = r
+        .extra_engine_args
+        .as_ref()
+        .or(r.prefill_engine_args.as_ref())?;
+    // Normalised as the engine reads them (`auto` is the model's default, `int4` is `int4_wo`).
+    let s = |k: &str| {
+        pool.get(k)
+            .and_then(Value::as_str)
+            .and_then(crate::config::aic::normalize_dtype)
+    };
+    pool.get("aic_backend")?;
+    Some(calibrate::quantisation_label(
+        s("aic_gemm_dtype").as_deref(),
+        s("aic_moe_dtype").as_deref(),
     ))
 }
 
@@ -118,14 +139,16 @@ pub fn corrections(
             outcomes.push(Applied::NoAicTiming);
             continue;
         };
-        let shape = parallelism_of(&r);
-        let shaped = Family {
+        let (quantisation, shape) = (quantisation_of(&r), parallelism_of(&r));
+        let narrow = Family {
+            quantisation: quantisation.clone(),
             parallelism: shape.clone(),
             ..family.clone()
         };
-        match file.get(&shaped) {
+        match file.get(&narrow) {
             Some(f) => {
                 let key = super::Family {
+                    quantisation,
                     parallelism: shape,
                     ..p.family()
                 };

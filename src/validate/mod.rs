@@ -85,13 +85,15 @@ impl Default for Options {
     }
 }
 
-/// A point's family: what one set of corrections applies to; with a deployment shape
-/// (`parallelism`, as calibration files name it) it is narrower than the point's table family.
+/// A point's family: what one set of corrections applies to; with a weight quantisation or a
+/// deployment shape (`quantisation`, `parallelism`, as calibration files name them) it is
+/// narrower than the point's table family.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Family {
     pub system: String,
     pub backend: String,
     pub model: String,
+    pub quantisation: Option<String>,
     pub parallelism: Option<String>,
 }
 
@@ -111,11 +113,20 @@ impl Corrections {
         Self::default()
     }
 
-    /// The correction of `family`'s shape if there is one, else of the family without a shape.
+    /// The most specific correction for `family`: of its quantisation and shape, its
+    /// quantisation, its shape, else of the family (as [`crate::calibrate::Family::fallbacks`]).
     pub fn get(&self, family: &Family) -> Option<&Correction> {
-        self.by_family.get(family).or_else(|| {
+        [
+            (&family.quantisation, &family.parallelism),
+            (&family.quantisation, &None),
+            (&None, &family.parallelism),
+            (&None, &None),
+        ]
+        .into_iter()
+        .find_map(|(q, p)| {
             self.by_family.get(&Family {
-                parallelism: None,
+                quantisation: q.clone(),
+                parallelism: p.clone(),
                 ..family.clone()
             })
         })

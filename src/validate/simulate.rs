@@ -142,11 +142,12 @@ impl Validator {
                 };
                 let (mut r, used) = recipe(p, &self.options, cat)
                     .map_err(|why| fail(Status::Unsupported, why, None, String::new()))?;
-                let shaped = super::Family {
+                let narrow = super::Family {
+                    quantisation: super::calibration::quantisation_of(&r),
                     parallelism: super::calibration::parallelism_of(&r),
                     ..p.family()
                 };
-                if let Some(c) = corrections.get(&shaped) {
+                if let Some(c) = corrections.get(&narrow) {
                     r.apply(c);
                 }
                 let args = match r.run_args() {
