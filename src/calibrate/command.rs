@@ -183,7 +183,8 @@ fn enough_rows(narrow: &Family, rows: &[usize], baseline: &[PointResult]) -> boo
     simulated >= MIN_NARROW_ROWS
 }
 
-/// A family's rows by a label of their recipes (weight quantisation, deployment shape).
+/// A family's rows by a label of their recipes (weight quantisation, deployment shape), for
+/// the labels some simulated row has (a label whose rows all failed has nothing to fit).
 fn by_key(
     rows: &[usize],
     baseline: &[PointResult],
@@ -195,6 +196,7 @@ fn by_key(
             out.entry(key).or_default().push(i);
         }
     }
+    out.retain(|_, rows| rows.iter().any(|&i| baseline[i].status == Status::Ok));
     out
 }
 
