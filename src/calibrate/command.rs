@@ -68,6 +68,18 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         options_json(args),
     );
     for (family, rows) in &families {
+        let simulated = rows
+            .iter()
+            .filter(|&&i| baseline[i].status == Status::Ok)
+            .count();
+        if (1..MIN_FAMILY_ROWS).contains(&simulated) {
+            eprintln!(
+                "calibrate: {family}: {simulated} simulated row(s), fewer than {MIN_FAMILY_ROWS}; \
+                 not calibrated (corrections fitted on so few could not be checked on a row \
+                 they did not see)"
+            );
+            continue;
+        }
         if let Some(entry) = calibrate_family(args, &validator, &points, &baseline, family, rows) {
             file.families.push(entry);
         } else {
@@ -164,6 +176,10 @@ fn group(
 
 /// Unmatched rows a family's record keeps (the worst).
 const MAX_UNMATCHED: usize = 5;
+
+/// Simulated rows a family needs to be calibrated at all (three: each held out in turn, the
+/// other two still fit).
+const MIN_FAMILY_ROWS: usize = 3;
 
 /// Simulated rows a weight quantisation or deployment shape needs for an entry of its own.
 const MIN_NARROW_ROWS: usize = 6;
