@@ -68,10 +68,7 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         options_json(args),
     );
     for (family, rows) in &families {
-        let simulated = rows
-            .iter()
-            .filter(|&&i| baseline[i].status == Status::Ok)
-            .count();
+        let simulated = count_simulated(rows, &baseline);
         if (1..MIN_FAMILY_ROWS).contains(&simulated) {
             eprintln!(
                 "calibrate: {family}: {simulated} simulated row(s), fewer than {MIN_FAMILY_ROWS}; \
@@ -186,10 +183,7 @@ const MIN_NARROW_ROWS: usize = 6;
 
 /// Whether a narrower entry has enough simulated rows to be fitted; says so on stderr if not.
 fn enough_rows(narrow: &Family, rows: &[usize], baseline: &[PointResult]) -> bool {
-    let simulated = rows
-        .iter()
-        .filter(|&&i| baseline[i].status == Status::Ok)
-        .count();
+    let simulated = count_simulated(rows, baseline);
     if simulated < MIN_NARROW_ROWS {
         eprintln!(
             "calibrate: {narrow}: {simulated} simulated row(s), fewer than {MIN_NARROW_ROWS}; \
@@ -212,8 +206,15 @@ fn by_key(
             out.entry(key).or_default().push(i);
         }
     }
-    out.retain(|_, rows| rows.iter().any(|&i| baseline[i].status == Status::Ok));
+    out.retain(|_, rows| count_simulated(rows, baseline) > 0);
     out
+}
+
+/// How many of `rows` simulated without corrections.
+fn count_simulated(rows: &[usize], baseline: &[PointResult]) -> usize {
+    rows.iter()
+        .filter(|&&i| baseline[i].status == Status::Ok)
+        .count()
 }
 
 /// Fits, cross-validates and describes one family; `None` when none of its rows simulates.

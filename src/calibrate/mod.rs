@@ -83,28 +83,40 @@ impl Family {
         }
     }
 
-    /// The entries that may apply to a pool of this family, most specific first: its
-    /// quantisation and shape, its quantisation, its shape, the family. (The quantisation goes
-    /// first: AIC's kernels differ more between dtypes than between shapes of one dtype.)
+    /// The entries that may apply to a pool of this family, most specific first (the order of
+    /// [`narrowings`]).
     pub fn fallbacks(&self) -> Vec<Family> {
-        let mut out: Vec<Family> = Vec::with_capacity(4);
-        for (q, p) in [
-            (&self.quantisation, &self.parallelism),
-            (&self.quantisation, &None),
-            (&None, &self.parallelism),
-            (&None, &None),
-        ] {
-            let f = Family {
-                quantisation: q.clone(),
-                parallelism: p.clone(),
+        narrowings(&self.quantisation, &self.parallelism)
+            .into_iter()
+            .map(|(quantisation, parallelism)| Family {
+                quantisation,
+                parallelism,
                 ..self.clone()
-            };
-            if !out.contains(&f) {
-                out.push(f);
-            }
-        }
-        out
+            })
+            .collect()
     }
+}
+
+/// The (quantisation, shape) narrowings whose entry may apply to a pool with `quantisation` and
+/// `parallelism`, most specific first and each once: both, the quantisation, the shape,
+/// neither. (The quantisation goes first: AIC's kernels differ more between dtypes than between
+/// shapes of one dtype.) Calibration files and validate's corrections look entries up so.
+pub fn narrowings(
+    quantisation: &Option<String>,
+    parallelism: &Option<String>,
+) -> Vec<(Option<String>, Option<String>)> {
+    let mut out = Vec::with_capacity(4);
+    for pair in [
+        (quantisation.clone(), parallelism.clone()),
+        (quantisation.clone(), None),
+        (None, parallelism.clone()),
+        (None, None),
+    ] {
+        if !out.contains(&pair) {
+            out.push(pair);
+        }
+    }
+    out
 }
 
 /// The weight quantisation of an AIC pool as calibration files name it, from its GEMM and MoE

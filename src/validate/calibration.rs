@@ -42,15 +42,21 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
     family
 }
 
-/// The deployment shape of a recipe's pools as calibration files name it
-/// ([`calibrate::parallelism_label`]): the aggregated or prefill pool's (`None` without AIC).
-pub fn parallelism_of(r: &Recipe) -> Option<String> {
+/// The engine args that name a recipe's calibration entry: the aggregated or prefill pool's,
+/// if it has AIC timing.
+fn aic_pool(r: &Recipe) -> Option<&Value> {
     let pool = r
         .extra_engine_args
         .as_ref()
         .or(r.prefill_engine_args.as_ref())?;
+    pool.get("aic_backend").map(|_| pool)
+}
+
+/// The deployment shape of a recipe's pools as calibration files name it
+/// ([`calibrate::parallelism_label`]): the aggregated or prefill pool's (`None` without AIC).
+pub fn parallelism_of(r: &Recipe) -> Option<String> {
+    let pool = aic_pool(r)?;
     let n = |k: &str| pool.get(k).and_then(Value::as_u64).map(|x| x as u32);
-    pool.get("aic_backend")?;
     Some(calibrate::parallelism_label(
         n("aic_tp_size").unwrap_or(1),
         n("aic_attention_dp_size").unwrap_or(1),
@@ -61,17 +67,13 @@ pub fn parallelism_of(r: &Recipe) -> Option<String> {
 /// The weight quantisation of a recipe's pools as calibration files name it
 /// ([`calibrate::quantisation_label`]): the aggregated or prefill pool's (`None` without AIC).
 pub fn quantisation_of(r: &Recipe) -> Option<String> {
-    let pool = r
-        .extra_engine_args
-        .as_ref()
-        .or(r.prefill_engine_args.as_ref())?;
+    let pool = aic_pool(r)?;
     // Normalised as the engine reads them (`auto` is the model's default, `int4` is `int4_wo`).
     let s = |k: &str| {
         pool.get(k)
             .and_then(Value::as_str)
             .and_then(crate::config::aic::normalize_dtype)
     };
-    pool.get("aic_backend")?;
     Some(calibrate::quantisation_label(
         s("aic_gemm_dtype").as_deref(),
         s("aic_moe_dtype").as_deref(),

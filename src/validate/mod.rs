@@ -113,23 +113,19 @@ impl Corrections {
         Self::default()
     }
 
-    /// The most specific correction for `family`: of its quantisation and shape, its
-    /// quantisation, its shape, else of the family (as [`crate::calibrate::Family::fallbacks`]).
+    /// The most specific correction for `family`, in the order calibration files are looked up
+    /// ([`crate::calibrate::narrowings`]: its quantisation and shape, its quantisation, its
+    /// shape, the family).
     pub fn get(&self, family: &Family) -> Option<&Correction> {
-        [
-            (&family.quantisation, &family.parallelism),
-            (&family.quantisation, &None),
-            (&None, &family.parallelism),
-            (&None, &None),
-        ]
-        .into_iter()
-        .find_map(|(q, p)| {
-            self.by_family.get(&Family {
-                quantisation: q.clone(),
-                parallelism: p.clone(),
-                ..family.clone()
+        crate::calibrate::narrowings(&family.quantisation, &family.parallelism)
+            .into_iter()
+            .find_map(|(quantisation, parallelism)| {
+                self.by_family.get(&Family {
+                    quantisation,
+                    parallelism,
+                    ..family.clone()
+                })
             })
-        })
     }
 }
 
