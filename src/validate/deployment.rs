@@ -71,7 +71,7 @@ impl KvCacheDtype {
                     // `auto` is the model's dtype, BF16, where AIC's default for the checkpoint
                     // is FP8. The Qwen3.5 script's FP8 has no context-attention data in AIC
                     // there.
-                    let bf16 = p.mode == "agg" && p.model.contains("DeepSeek-R1");
+                    let bf16 = p.mode == "agg" && t.script_model.contains("deepseek-r1");
                     return bf16.then_some("bfloat16");
                 }
                 let fp8_kv = matches!(p.backend.as_str(), "vllm" | "trtllm" | "sglang");
@@ -211,8 +211,8 @@ impl LaunchSettings {
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).
-    fn trtllm(self, p: &MeasuredPoint, pool: &Parallel) -> Option<Value> {
-        let model = p.model.to_ascii_lowercase();
+    fn trtllm(self, p: &MeasuredPoint, t: &TableDeployment, pool: &Parallel) -> Option<Value> {
+        let model = &t.script_model;
         let llama_70b = model.contains("llama") && model.contains("70b");
         let short = p.workload.isl == 1024 && p.workload.osl == 1024;
         match self {
@@ -242,15 +242,20 @@ impl LaunchSettings {
     /// The SGLang server a row's pool ran as (`None`: SGLang's defaults). The receive
     /// interval is 30 at concurrency 16 and above and 10 below where a script makes it depend
     /// on the concurrency (B200; B300 with BF16 or FP4 weights); H200 sets none.
-    fn sglang(self, p: &MeasuredPoint, pool: &Parallel, gemm_quant: &str) -> Option<SglangServer> {
+    fn sglang(
+        self,
+        p: &MeasuredPoint,
+        t: &TableDeployment,
+        pool: &Parallel,
+    ) -> Option<SglangServer> {
         if self == LaunchSettings::None || p.backend != "sglang" {
             return None;
         }
-        let model = p.model.to_ascii_lowercase();
+        let model = &t.script_model;
         let concurrency = u64::from(p.workload.concurrency.unwrap_or(0));
         let by_concurrency = if concurrency >= 16 { 30 } else { 10 };
-        let fp4 = gemm_quant.contains("fp4");
-        let fp8 = gemm_quant.starts_with("fp8");
+        let fp4 = t.gemm_quant.contains("fp4");
+        let fp8 = t.gemm_quant.starts_with("fp8");
         let server = |mem: f64, chunk: u64, prefill: Option<u64>, recv| SglangServer {
             mem_fraction_static: mem,
             chunked_prefill_size: chunk,
@@ -809,10 +814,10 @@ fn from_table(
         if let Some(ms) = dispatch {
             set("prefill_pass_overhead_ms", json!(ms));
         }
-        if let Some(trtllm) = opts.launch.trtllm(p, pool) {
+        if let Some(trtllm) = opts.launch.trtllm(p, t, pool) {
             set("trtllm", trtllm);
         }
-        if let Some(server) = opts.launch.sglang(p, pool, &t.gemm_quant) {
+        if let Some(server) = opts.launch.sglang(p, t, pool) {
             server.apply(&mut o);
         }
         Value::Object(o)

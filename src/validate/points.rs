@@ -139,6 +139,8 @@ impl Parallel {
             s.push_str(&format!(" × attention DP {}", self.attention_dp));
         }
         match (self.moe_tp, self.moe_ep) {
+            // A dense model's columns (0 or 1 for both): no experts to place.
+            (t, e) if t.unwrap_or(0) <= 1 && e.unwrap_or(0) <= 1 => {}
             (Some(t), Some(e)) => s.push_str(&format!(", MoE TP {t} × EP {e}")),
             (Some(t), None) => s.push_str(&format!(", MoE TP {t}")),
             (None, Some(e)) => s.push_str(&format!(", MoE EP {e}")),
@@ -161,6 +163,10 @@ pub struct TableDeployment {
     /// What was read differently from the row's columns, for its `notes` (the pools' storage
     /// quirk undone, [`Parallel::normalised`]).
     pub notes: Vec<String>,
+    /// The model as the launch scripts that measured the row name it, lower case: the row's,
+    /// except that the InferenceX database names its DeepSeek-R1 runs (the `dsr1_*` scripts)
+    /// `deepseek-ai/DeepSeek-V3`.
+    pub script_model: String,
 }
 
 /// `dynosim run`'s deployment flags, as given to `dynosim validate`.
@@ -367,14 +373,23 @@ impl Row<'_> {
         let osl = self.int("osl")?.filter(|n| *n > 0);
         let source = self.text("silicon_data_source");
         let from_source = silicon_concurrency(&source);
-        let inferencex = source.starts_with("source_file=2026-");
+        let inferencex = from_inferencex(&source);
         let mut unsupported = None;
         let mut notes = Vec::new();
         let (pools, concurrency) = match mode.as_str() {
             "agg" => {
                 let agg = self.parallel("", inferencex, &mut notes)?;
                 let c = from_source.or(agg.as_ref().and_then(|a| a.1));
-                (agg.into_iter().map(|a| a.0).collect::<Vec<_>>(), c)
+                let pools = agg
+                    .into_iter()
+                    .map(|(mut pool, batch)| {
+                        if !inferencex {
+                            pool.num_workers = replicas(from_source, batch, &pool, &mut notes);
+                        }
+                        pool
+                    })
+                    .collect::<Vec<_>>();
+                (pools, c)
             }
             "disagg" => {
                 let p = self.parallel("prefill_", inferencex, &mut notes)?;
@@ -401,6 +416,19 @@ impl Row<'_> {
                 }
             ));
         }
+        if unsupported.is_none() && mode == "disagg" {
+            let missing: Vec<&str> = ["prefill_num_workers", "decode_num_workers"]
+                .into_iter()
+                .filter(|col| self.text(col).is_empty())
+                .collect();
+            if !missing.is_empty() {
+                unsupported = Some(format!(
+                    "the row gives no worker count ({}): the disaggregated deployment's size is \
+                     unknown",
+                    missing.join(", ")
+                ));
+            }
+        }
         if unsupported.is_none() && (isl.is_none() || osl.is_none()) {
             unsupported = Some("the row gives no isl/osl".into());
         }
@@ -410,6 +438,7 @@ impl Row<'_> {
         let deployment = match unsupported {
             Some(why) => Deployment::Unsupported(why),
             None => Deployment::Table(TableDeployment {
+                script_model: script_model(&self.text("model_path"), inferencex),
                 precision: self.text("precision"),
                 gemm_quant: self.text("gemm_quant_mode"),
                 moe_quant: self.text("moe_quant_mode"),
@@ -441,6 +470,57 @@ impl Row<'_> {
             deployment,
         })
     }
+}
+
+/// Whether a row comes from InferenceX's benchmark runs (its launch scripts and
+/// `benchmark_serving` client, one server per script): the `source_file=2026-…` batches and
+/// `db-dump/…`, InferenceX's database, which holds many of the same measurements (the same
+/// images, dates, concurrency and measured times) under other storage.
+fn from_inferencex(source: &str) -> bool {
+    source.starts_with("source_file=2026-") || source.starts_with("db-dump/")
+}
+
+/// [`TableDeployment::script_model`] of a row's `model_path`.
+fn script_model(model: &str, inferencex: bool) -> String {
+    let lower = model.to_ascii_lowercase();
+    if inferencex && lower == "deepseek-ai/deepseek-v3" {
+        "deepseek-ai/deepseek-r1".into()
+    } else {
+        lower
+    }
+}
+
+/// How many workers an aggregated row outside the InferenceX batches ran (whose scripts start
+/// one server): its `batch_size` is per worker (per attention-DP rank within one), so a
+/// `silicon_concurrency` of k × `batch_size` × `attention_dp_size` with k ≥ 2 is k workers
+/// behind one frontend, as the same batch's disaggregated rows count their GPUs (for example
+/// 416 = 32 × 13 for TP 2: 64 GPUs, like the 40 + 6 × 4 of its disaggregated sibling). Says so
+/// in `notes`; 1 otherwise.
+fn replicas(
+    concurrency: Option<u32>,
+    batch: Option<u32>,
+    pool: &Parallel,
+    notes: &mut Vec<String>,
+) -> u32 {
+    let (Some(total), Some(batch)) = (concurrency, batch) else {
+        return 1;
+    };
+    let per_worker = batch.saturating_mul(pool.attention_dp);
+    if per_worker == 0 || !total.is_multiple_of(per_worker) || total / per_worker < 2 {
+        return 1;
+    }
+    let k = total / per_worker;
+    notes.push(format!(
+        "silicon_concurrency {total} is {k} × batch_size {batch}{}: simulated as {k} workers of \
+         {} behind a round-robin router",
+        if pool.attention_dp > 1 {
+            format!(" × attention DP {}", pool.attention_dp)
+        } else {
+            String::new()
+        },
+        pool.describe()
+    ));
+    k
 }
 
 /// `silicon_concurrency=N` of the table's `silicon_data_source`, when it says.

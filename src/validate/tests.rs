@@ -26,6 +26,7 @@ fn catalog() -> AicCatalog {
             "zai-org/GLM-5-FP8",
             "nvidia/GLM-5-NVFP4",
             "deepseek-ai/DeepSeek-R1",
+            "deepseek-ai/DeepSeek-V3",
             "moonshotai/Kimi-K2.5",
             "Qwen/Qwen3-32B",
             "Qwen/Qwen3-32B-FP8",
@@ -205,6 +206,22 @@ fn disaggregated_rows_get_two_pools() {
         .get("aic_kv_cache_dtype")
         .is_none());
     assert!(r.engine_args_json().starts_with("{\"decode\":"));
+    // Without worker counts (the 2026 batches' disaggregated rows) the size is unknown.
+    let unsized_row = row.replacen(",1,2,8,1,1,8,1,8,1,8,", ",1,,8,1,1,8,1,8,,8,", 1);
+    assert_ne!(unsized_row, row);
+    let pts = read_table(Path::new("t.csv"), &table(&[&unsized_row])).unwrap();
+    let Deployment::Unsupported(why) = &pts[0].deployment else {
+        panic!("{:?}", pts[0].deployment)
+    };
+    assert!(
+        why.contains("no worker count (prefill_num_workers, decode_num_workers)"),
+        "{why}"
+    );
+    // With them, a TRT-LLM one is DynoSim's refusal.
+    let trt = row.replacen(",sglang,0.5.8.post1,", ",trtllm,1.3.0rc23,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&trt])).unwrap();
+    let why = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap_err();
+    assert!(why.contains("TRT-LLM in disaggregated replay"), "{why}");
 }
 
 #[test]
@@ -305,6 +322,55 @@ fn a_relabelled_row_says_how_it_was_stored_and_read() {
     let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
     let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
     assert!(r.notes.is_empty(), "{:?}", r.notes);
+}
+
+#[test]
+fn rows_whose_concurrency_is_several_batches_ran_several_workers() {
+    // Outside the InferenceX batches, 416 = 32 × 13 at TP 2: 32 workers, each at batch 13.
+    let dense = LLAMA
+        .replacen(
+            "source_file=2026-04-06.csv; silicon_concurrency=16",
+            "source_file=gap.csv; silicon_concurrency=416",
+            1,
+        )
+        .replacen(",16,2,1,1,2,1,", ",13,2,1,1,1,1,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&dense])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    assert_eq!((r.num_workers, r.replay_concurrency), (32, Some(416)));
+    assert_eq!(
+        r.notes,
+        [
+            "silicon_concurrency 416 is 32 × batch_size 13: simulated as 32 workers of TP 2 \
+          behind a round-robin router"
+        ]
+    );
+    assert!(r.command_line().contains("--num-workers 32"));
+    // With attention DP the batch is per rank: 64 = 2 workers × DP 4 × 8.
+    let dp = dense
+        .replacen("silicon_concurrency=416", "silicon_concurrency=64", 1)
+        .replacen(",13,2,1,1,1,1,", ",8,1,1,4,,,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&dp])).unwrap();
+    let Deployment::Table(t) = &pts[0].deployment else {
+        panic!("{:?}", pts[0].deployment)
+    };
+    assert_eq!((t.pools[0].num_workers, t.pools[0].attention_dp), (2, 4));
+    // A concurrency that is the batch (or not a multiple of it) is one worker, and the
+    // InferenceX batches (one server per script) are never read so.
+    for (src, bs) in [
+        ("source_file=gap.csv; silicon_concurrency=13", 13),
+        ("source_file=gap.csv; silicon_concurrency=20", 13),
+        ("source_file=2026-04-06.csv; silicon_concurrency=416", 13),
+    ] {
+        let row = dense
+            .replacen("source_file=gap.csv; silicon_concurrency=416", src, 1)
+            .replacen(",13,2,", &format!(",{bs},2,"), 1);
+        let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
+        let Deployment::Table(t) = &pts[0].deployment else {
+            panic!("{:?}", pts[0].deployment)
+        };
+        assert_eq!(t.pools[0].num_workers, 1, "{src}");
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
+    }
 }
 
 #[test]
@@ -566,6 +632,38 @@ fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
         ..Options::default()
     };
     assert!(trtllm_object(dp, &none).is_none());
+}
+
+#[test]
+fn inferencex_database_rows_are_simulated_as_their_2026_twins() {
+    // The same measurement in InferenceX's database: model named DeepSeek-V3, stored as the
+    // tpN-epN quirk (attention DP 64 with MoE TP 8 × EP 8, 4 per rank), where the 2026 batch
+    // has attention DP 8 with EP 8 and 32 per rank.
+    let twin = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+    let db = twin
+        .replacen(
+            "source_file=2026-03-25.csv",
+            "db-dump/2026-04-27; config_id=191",
+            1,
+        )
+        .replacen("DeepSeek-R1", "DeepSeek-V3", 1)
+        .replacen(",32,1,1,8,1,8,", ",4,1,1,64,8,8,", 1);
+    let args = |row: &str| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+        (r.extra_engine_args.unwrap(), r.replay_concurrency)
+    };
+    let (a, b) = (args(twin), args(&db));
+    assert_eq!(a.1, b.1);
+    let without_model = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("aic_model_path");
+        v
+    };
+    assert_eq!(without_model(a.0), without_model(b.0.clone()));
+    assert_eq!(b.0["trtllm"]["attention_dp_enable_balance"], true);
+    // Elsewhere DeepSeek-V3 is its own model: no InferenceX DeepSeek-R1 script settings.
+    let elsewhere = db.replacen("db-dump/2026-04-27; config_id=191", "source_file=x.csv", 1);
+    assert!(args(&elsewhere).0.get("trtllm").is_none());
 }
 
 #[test]
