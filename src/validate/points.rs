@@ -416,6 +416,18 @@ impl Row<'_> {
                 }
             ));
         }
+        if let (true, "agg", Some(pool)) = (inferencex, mode.as_str(), pools.first()) {
+            let gpus = pool.tp * pool.attention_dp * pool.pp;
+            if unsupported.is_none() && gpus > Parallel::NODE_GPUS {
+                unsupported = Some(format!(
+                    "an aggregated InferenceX row on {gpus} GPUs ({}): InferenceX's aggregated \
+                     runs are single-node servers of up to {} GPUs, so this is the GPU count \
+                     of a multi-node deployment whose pools the row does not give",
+                    pool.describe(),
+                    Parallel::NODE_GPUS
+                ));
+            }
+        }
         if unsupported.is_none() && mode == "disagg" {
             let missing: Vec<&str> = ["prefill_num_workers", "decode_num_workers"]
                 .into_iter()

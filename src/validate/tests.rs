@@ -225,6 +225,31 @@ fn disaggregated_rows_get_two_pools() {
 }
 
 #[test]
+fn aggregated_inferencex_rows_beyond_a_node_are_multi_node_deployments() {
+    // GB200 "agg" rows of the 2026 batches at TP 12 to 72: GPU counts of multi-node runs.
+    let gb200 = LLAMA.replacen(",h200_sxm,", ",gb200,", 1).replacen(
+        ",16,2,1,1,2,1,",
+        ",16,32,1,1,32,1,",
+        1,
+    );
+    let pts = read_table(Path::new("t.csv"), &table(&[&gb200])).unwrap();
+    let Deployment::Unsupported(why) = &pts[0].deployment else {
+        panic!("{:?}", pts[0].deployment)
+    };
+    assert!(
+        why.starts_with("an aggregated InferenceX row on 32 GPUs (TP 32, MoE TP 32 × EP 1)"),
+        "{why}"
+    );
+    // The same shape from elsewhere is simulated as given, and an 8-GPU row as ever.
+    let elsewhere = gb200.replacen("source_file=2026-04-06.csv", "source_file=x.csv", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&elsewhere])).unwrap();
+    assert!(matches!(pts[0].deployment, Deployment::Table(_)));
+    let tp8 = LLAMA.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&tp8])).unwrap();
+    assert!(matches!(pts[0].deployment, Deployment::Table(_)));
+}
+
+#[test]
 fn bad_table_values_name_file_line_and_column() {
     let bad = LLAMA.replace(",1024,1024,", ",1024,ten,");
     let e = read_table(Path::new("t.csv"), &table(&[&bad]))
