@@ -266,9 +266,7 @@ impl LaunchSettings {
             match p.system.as_str() {
                 "h200_sxm" => server(0.82, 32768, Some(32768), None),
                 "b200_sxm" if fp4 => server(0.85, 16384, None, Some(by_concurrency)),
-                "b200_sxm" if pool.tp * pool.attention_dp < 8 => {
-                    server(0.95, 8192, Some(8192), Some(10))
-                }
+                "b200_sxm" if pool.gpus() < 8 => server(0.95, 8192, Some(8192), Some(10)),
                 "b200_sxm" => server(0.82, 32768, Some(32768), Some(by_concurrency)),
                 _ => return None,
             }
@@ -791,7 +789,7 @@ fn from_table(
             set("dp_size", json!(pool.attention_dp));
         }
         if let (Some(mtp), Some(mep)) = (pool.moe_tp, pool.moe_ep) {
-            if mtp * mep == pool.tp * pool.attention_dp {
+            if mtp.saturating_mul(mep) == pool.gpus() {
                 set("aic_moe_tp_size", json!(mtp));
                 set("aic_moe_ep_size", json!(mep));
             }

@@ -87,6 +87,12 @@ impl Parallel {
     /// GPUs of the 8-GPU nodes the table's expert-parallel rows ran on.
     const NODE_GPUS: u32 = 8;
 
+    /// The GPUs of one pipeline stage of one worker: TP × attention DP (saturating, so an
+    /// absurd row cannot overflow).
+    pub fn gpus(&self) -> u32 {
+        self.tp.saturating_mul(self.attention_dp)
+    }
+
     /// Undoes a labelling quirk of the table's InferenceX batches: a `tpN-epN` (or `dpN-epN`)
     /// run, N GPUs with attention over N ranks and the experts spread over the same N, is stored
     /// with MoE TP × EP equal to TP × DP = N², in one of two forms:
@@ -104,8 +110,8 @@ impl Parallel {
         let (Some(mtp), Some(mep)) = (self.moe_tp, self.moe_ep) else {
             return self;
         };
-        let gpus = self.tp * self.attention_dp;
-        if mtp * mep != gpus || (!inferencex && gpus <= Self::NODE_GPUS) {
+        let gpus = self.gpus();
+        if mtp.saturating_mul(mep) != gpus || (!inferencex && gpus <= Self::NODE_GPUS) {
             return self;
         }
         let ep = |tp, attention_dp, n| Parallel {
@@ -126,7 +132,7 @@ impl Parallel {
             return self;
         }
         let n = self.tp;
-        if mtp == 1 && n >= 2 && self.attention_dp == n && mep == n * n {
+        if mtp == 1 && n >= 2 && self.attention_dp == n && n.checked_mul(n) == Some(mep) {
             return ep(n, 1, n);
         }
         self
@@ -351,7 +357,7 @@ impl Row<'_> {
         let p = stored.clone().normalised(inferencex);
         if p != stored {
             let pool = prefix.trim_end_matches('_');
-            let gpus = p.tp * p.attention_dp;
+            let gpus = p.gpus();
             notes.push(format!(
                 "{}stored as {}, read as {} on {gpus} GPUs (a tpN-epN run, as the same \
                  measurement is stored in other batches)",
@@ -417,7 +423,7 @@ impl Row<'_> {
             ));
         }
         if let (true, "agg", Some(pool)) = (inferencex, mode.as_str(), pools.first()) {
-            let gpus = pool.tp * pool.attention_dp * pool.pp;
+            let gpus = pool.gpus().saturating_mul(pool.pp);
             if unsupported.is_none() && gpus > Parallel::NODE_GPUS {
                 unsupported = Some(format!(
                     "an aggregated InferenceX row on {gpus} GPUs ({}): InferenceX's aggregated \

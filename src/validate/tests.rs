@@ -399,6 +399,27 @@ fn rows_whose_concurrency_is_several_batches_ran_several_workers() {
 }
 
 #[test]
+fn absurd_parallelism_does_not_overflow() {
+    // Sizes whose products overflow 32 bits: read and refused or built, never a panic.
+    for shape in [
+        ",16,4294967295,1,2,4294967295,4294967295,",
+        ",16,65536,1,65536,65536,65536,",
+    ] {
+        for src in ["source_file=2026-04-06.csv", "source_file=x.csv"] {
+            let row = LLAMA.replacen(",16,2,1,1,2,1,", shape, 1).replacen(
+                "source_file=2026-04-06.csv",
+                src,
+                1,
+            );
+            let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
+            if let Deployment::Table(_) = pts[0].deployment {
+                let _ = recipe(&pts[0], &Options::default(), Some(&catalog()));
+            }
+        }
+    }
+}
+
+#[test]
 fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
     let p = |tp, dp, mtp, mep| Parallel {
         num_workers: 1,
