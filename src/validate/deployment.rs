@@ -201,8 +201,8 @@ impl LaunchSettings {
     /// The benchmark's prompts per unit of concurrency where a script sent other than
     /// `--num-prompts 10×C` (`None`: `--prompts-per-concurrency`): InferenceX's Qwen3.5 scripts
     /// for B300 (`qwen3.5_*_b300.sh`) send `--num-prompts $CONC`, one wave of C prompts.
-    fn prompts_per_concurrency(self, p: &MeasuredPoint) -> Option<u32> {
-        let qwen = p.model.to_ascii_lowercase().contains("qwen3.5");
+    fn prompts_per_concurrency(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u32> {
+        let qwen = t.script_model.contains("qwen3.5");
         (self == LaunchSettings::InferenceX
             && p.backend == "sglang"
             && qwen
@@ -639,7 +639,7 @@ pub fn recipe(
 ) -> Result<(Recipe, String), Unsupported> {
     let w = &p.workload;
     let per_concurrency = match &p.deployment {
-        Deployment::Table(_) => opts.launch.prompts_per_concurrency(p),
+        Deployment::Table(t) => opts.launch.prompts_per_concurrency(p, t),
         _ => None,
     };
     let request_count = match (w.request_count, w.concurrency) {

@@ -2,7 +2,9 @@
 //! versions, recipes, errors and summaries.
 
 use super::deployment::{recipe, AicCatalog, DispatchOverhead, KvCacheDtype};
-use super::points::{read_aiperf, read_table, Deployment, FlagDeployment, Parallel};
+use super::points::{
+    read_aiperf, read_table, Deployment, FlagDeployment, Parallel, TableDeployment,
+};
 use super::summary::{median, ErrorStats};
 use super::*;
 use std::collections::BTreeMap;
@@ -98,6 +100,28 @@ fn table(rows: &[&str]) -> String {
         s.push_str(r);
     }
     s
+}
+
+/// The deployment `validate` reads from one table row.
+fn deployment_of(row: &str) -> Deployment {
+    let mut pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+    pts.remove(0).deployment
+}
+
+/// Why one table row cannot be simulated (panics if it can).
+fn unsupported_reason(row: &str) -> String {
+    match deployment_of(row) {
+        Deployment::Unsupported(why) => why,
+        d => panic!("{d:?}"),
+    }
+}
+
+/// The table deployment of one row that can be simulated (panics otherwise).
+fn table_deployment(row: &str) -> TableDeployment {
+    match deployment_of(row) {
+        Deployment::Table(t) => t,
+        d => panic!("{d:?}"),
+    }
 }
 
 const LLAMA: &str = "r1,source_file=2026-04-06.csv; silicon_concurrency=16,vllm,,meta-llama/Llama-3.1-70B,h200_sxm,fp8,agg,1024,1024,fp8,fp8,16,2,1,1,2,1,,,,,,,,,,,,,,,190.0,15.65";
@@ -209,10 +233,7 @@ fn disaggregated_rows_get_two_pools() {
     // Without worker counts (the 2026 batches' disaggregated rows) the size is unknown.
     let unsized_row = row.replacen(",1,2,8,1,1,8,1,8,1,8,", ",1,,8,1,1,8,1,8,,8,", 1);
     assert_ne!(unsized_row, row);
-    let pts = read_table(Path::new("t.csv"), &table(&[&unsized_row])).unwrap();
-    let Deployment::Unsupported(why) = &pts[0].deployment else {
-        panic!("{:?}", pts[0].deployment)
-    };
+    let why = unsupported_reason(&unsized_row);
     assert!(
         why.contains("no worker count (prefill_num_workers, decode_num_workers)"),
         "{why}"
@@ -232,21 +253,15 @@ fn aggregated_inferencex_rows_beyond_a_node_are_multi_node_deployments() {
         ",16,32,1,1,32,1,",
         1,
     );
-    let pts = read_table(Path::new("t.csv"), &table(&[&gb200])).unwrap();
-    let Deployment::Unsupported(why) = &pts[0].deployment else {
-        panic!("{:?}", pts[0].deployment)
-    };
+    let why = unsupported_reason(&gb200);
     assert!(
         why.starts_with("an aggregated InferenceX row on 32 GPUs (TP 32, MoE TP 32 × EP 1)"),
         "{why}"
     );
     // The same shape from elsewhere is simulated as given, and an 8-GPU row as ever.
     let elsewhere = gb200.replacen("source_file=2026-04-06.csv", "source_file=x.csv", 1);
-    let pts = read_table(Path::new("t.csv"), &table(&[&elsewhere])).unwrap();
-    assert!(matches!(pts[0].deployment, Deployment::Table(_)));
-    let tp8 = LLAMA.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1);
-    let pts = read_table(Path::new("t.csv"), &table(&[&tp8])).unwrap();
-    assert!(matches!(pts[0].deployment, Deployment::Table(_)));
+    table_deployment(&elsewhere);
+    table_deployment(&LLAMA.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1));
 }
 
 #[test]
@@ -374,10 +389,7 @@ fn rows_whose_concurrency_is_several_batches_ran_several_workers() {
     let dp = dense
         .replacen("silicon_concurrency=416", "silicon_concurrency=64", 1)
         .replacen(",13,2,1,1,1,1,", ",8,1,1,4,,,", 1);
-    let pts = read_table(Path::new("t.csv"), &table(&[&dp])).unwrap();
-    let Deployment::Table(t) = &pts[0].deployment else {
-        panic!("{:?}", pts[0].deployment)
-    };
+    let t = table_deployment(&dp);
     assert_eq!((t.pools[0].num_workers, t.pools[0].attention_dp), (2, 4));
     // A concurrency that is the batch (or not a multiple of it) is one worker, and the
     // InferenceX batches (one server per script) are never read so.
@@ -389,10 +401,7 @@ fn rows_whose_concurrency_is_several_batches_ran_several_workers() {
         let row = dense
             .replacen("source_file=gap.csv; silicon_concurrency=416", src, 1)
             .replacen(",13,2,", &format!(",{bs},2,"), 1);
-        let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
-        let Deployment::Table(t) = &pts[0].deployment else {
-            panic!("{:?}", pts[0].deployment)
-        };
+        let t = table_deployment(&row);
         assert_eq!(t.pools[0].num_workers, 1, "{src}");
         assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
