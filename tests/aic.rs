@@ -205,6 +205,26 @@ fn vllm_0_19_tp1_matches_dynosim_with_aic_0_11_data() {
 }
 
 /// An engine-args object parsed and loaded as `--extra-engine-args` (AIC engines compiled).
+/// Multi-token prediction with AIC timing (decode steps timed at `aic_nextn + 1` tokens per
+/// sequence, bursts drawn per pass) on DynoSim 1.4.2's default data (vLLM 0.19.0).
+#[test]
+fn vllm_0_19_mtp_matches_dynosim_with_aic_0_11_data() {
+    let Some(systems) = aic_with_011_data("vllm_0_19_mtp_matches_dynosim_with_aic_0_11_data")
+    else {
+        return;
+    };
+    let engine = format!(
+        r#"{{{QWEN},"aic_backend_version":"0.19.0","aic_tp_size":1,"aic_nextn":3,"aic_nextn_accept_rates":"0.9,0.6,0.3"}}"#
+    );
+    let ours = check_synthetic(
+        &engine,
+        "ref_synth_v019_tp1_mtp3.json",
+        &[("AICONFIGURATOR_SYSTEMS_PATH", &systems)],
+    );
+    // Bursts: some tokens arrive with the one before them.
+    assert_eq!(ours["min_itl_ms"].as_f64(), Some(0.0));
+}
+
 fn loaded(json: &str) -> dynosim::config::EngineArgs {
     let v: Value = serde_json::from_str(json).unwrap();
     dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")

@@ -164,10 +164,6 @@ fn unsupported_features_are_refused() {
             &["num_g2_blocks", "not supported"],
         ),
         (
-            "T --extra-engine-args {\"aic_backend\":\"vllm\",\"aic_model_path\":\"m\",\"aic_backend_version\":\"1\",\"aic_nextn\":1}",
-            &["aic_nextn", "not supported"],
-        ),
-        (
             "T --router-config {\"router_policy_config\":\"p.yaml\"}",
             &["router_policy_config", "not supported"],
         ),

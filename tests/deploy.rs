@@ -357,6 +357,16 @@ fn simulation_only_overheads_are_noted_not_launched() {
     }
 }
 
+#[test]
+fn simulated_multi_token_prediction_is_noted_not_launched() {
+    let (yaml, readme) = deployed_engine("aic_nextn: 2");
+    assert!(!yaml.contains("speculative"), "{yaml}");
+    assert!(
+        readme.contains("multi-token prediction was simulated (aic_nextn = 2)"),
+        "{readme}"
+    );
+}
+
 /// Sweeps a one-point spec with this `engine:` block, deploys the point (checked like every
 /// deployment) and returns the deployment's CRD and README.
 fn deployed_engine(engine: &str) -> (String, String) {

@@ -274,6 +274,19 @@ fn trace_formats_and_trtllm_match_the_reference() {
     reference_table_matches("formats", 32, &[]);
 }
 
+/// Multi-token prediction (`aic_nextn`, with DynoSim's polynomial timing) on the vLLM, TRT-LLM
+/// and SGLang engines: default and given acceptance rates and seed, two workers behind round
+/// robin, DP ranks (each its own draws), preemption (vLLM, under either victim order) and
+/// retraction (SGLang, pages of 1 and 16 tokens) with prefix caching, `max_model_len`, chunked
+/// prefill off, disaggregated pools, and the conversation trace (shared prefixes, where
+/// DynoSim's vLLM reuses one matched block less; with eviction). Reference reports were
+/// produced by DynoSim 1.4.2. No kv_router case: with workers whose draws differ, DynoSim's
+/// random tie-breaks make its own runs differ by several per cent.
+#[test]
+fn multi_token_prediction_matches_the_reference() {
+    reference_table_matches("mtp", 22, &[]);
+}
+
 #[test]
 fn console_table_matches_the_reference_layout() {
     let dir = tempfile::tempdir().unwrap();

@@ -201,6 +201,30 @@ fn an_axis_that_cannot_change_the_simulation_is_named_once() {
     assert_eq!(row(&board, 2)["gpus"], 2);
 }
 
+/// Multi-token prediction's keys (`aic_nextn`, named like AIC's) act under any timing: an axis
+/// of them is not called inert, `null` turns prediction off, and drafts change the run.
+#[test]
+fn a_multi_token_prediction_axis_runs_without_aic() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "workload: {input_tokens: 256, output_tokens: 32, request_count: 100, replay_concurrency: 8}\n\
+         grid:\n  engine.aic_nextn: [null, 2]\n",
+    );
+    let (board, stderr) = sweep(&spec, &dir.path().join("out"));
+    assert!(!stderr.contains("cannot change the simulation"), "{stderr}");
+    let (off, on) = (row(&board, 0), row(&board, 1));
+    assert_eq!(
+        (off["status"].as_str(), on["status"].as_str()),
+        (Some("ok"), Some("ok"))
+    );
+    // Tokens of a burst arrive together; and the requests, done in fewer passes, finish sooner.
+    let get = |r: &Value, k: &str| r["report"][k].as_f64().unwrap();
+    assert_eq!(get(on, "min_itl_ms"), 0.0);
+    assert!(get(off, "min_itl_ms") > 0.0);
+    assert!(get(on, "duration_ms") < get(off, "duration_ms"));
+}
+
 /// A TP list with a size Qwen3-32B's 64 heads do not divide runs to the end: that point is
 /// `invalid` with AIC's message, the others run, the sweep exits 0.
 #[test]

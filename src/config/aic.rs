@@ -5,6 +5,7 @@
 //! `crate::timing::TimingLoader`'s, a separate step after parsing.
 
 use super::json_fields::JsonObject;
+use super::Mtp;
 use crate::error::InputError;
 use crate::timing::aic::{AicArgs, AicEngineId, AicKvEstimate, PrefillLoadEstimator};
 use crate::timing::TimingLoader;
@@ -75,12 +76,13 @@ pub(crate) fn parse_aic_args(
     ] {
         dtypes.push(s(key)?.as_deref().and_then(normalize_dtype));
     }
-    let nextn = o.int("aic_nextn", 0, 5)?.value();
-    let rates = s("aic_nextn_accept_rates")?;
-    o.non_null("aic_mtp_seed", o.int("aic_mtp_seed", 0, u64::MAX)?)?;
-    if rates.is_some() && nextn.is_none() {
-        return Err(o.error("aic_nextn_accept_rates", "requires aic_nextn"));
-    }
+    // Read (and checked) by `parse_mtp`; the estimator times a decode step of nextn + 1 tokens
+    // per sequence.
+    let nextn = o
+        .int("aic_nextn", 0, u64::MAX)?
+        .value()
+        .filter(|n| (1..=5).contains(n))
+        .map(|n| n as u32);
     let configured_dp = o.int("dp_size", 1, u64::MAX)?.value().unwrap_or(1);
     let dp = attention_dp.unwrap_or(1);
     if (backend.is_some() || attention_dp.is_some())
@@ -95,12 +97,6 @@ pub(crate) fn parse_aic_args(
     let Some(backend) = backend else {
         return Ok(None);
     };
-    if nextn.unwrap_or(0) > 0 {
-        return Err(o.unsupported(
-            "aic_nextn",
-            "multi-token prediction (MTP) draft acceptance is not simulated",
-        ));
-    }
     let Some(model_path) = model.filter(|m| !m.is_empty()) else {
         return Err(o.error(
             "aic_backend",
@@ -156,6 +152,7 @@ pub(crate) fn parse_aic_args(
             fmha_dtype: d.next().flatten(),
             kv_cache_dtype: d.next().flatten(),
             comm_dtype: d.next().flatten(),
+            nextn,
         },
         kv_estimate: (!num_gpu_blocks_given).then(|| AicKvEstimate {
             block_size,
@@ -164,6 +161,79 @@ pub(crate) fn parse_aic_args(
             memory_fraction_value: value,
             checkpoint_weights: fractions.server_accounting,
         }),
+    }))
+}
+
+/// DynoSim's multi-token prediction keys (`aic_nextn`, `aic_nextn_accept_rates`,
+/// `aic_mtp_seed`), with or without AIC timing, checked with DynoSim 1.4.2's rules: `aic_nextn`
+/// 1..=5; the rates comma-separated, each finite and in [0, 1], zero-padded or truncated to
+/// `aic_nextn` (AIC's defaults 0.85, 0.3, 0, 0, 0 when absent); rates need `aic_nextn`; and
+/// `decode_speedup_ratio` must stay 1 (the speed-up of MTP is its bursts).
+pub(crate) fn parse_mtp(
+    o: &JsonObject,
+    decode_speedup_ratio: f64,
+) -> Result<Option<Mtp>, InputError> {
+    // null = absent, as DynoSim's optional keys.
+    let nextn = o.int("aic_nextn", 0, u64::MAX)?.value();
+    let rates = o.string("aic_nextn_accept_rates")?.value();
+    let seed = o
+        .non_null("aic_mtp_seed", o.int("aic_mtp_seed", 0, u64::MAX)?)?
+        .unwrap_or(Mtp::DEFAULT_SEED);
+    let Some(nextn) = nextn else {
+        if rates.is_some() {
+            return Err(o.error("aic_nextn_accept_rates", "requires aic_nextn"));
+        }
+        return Ok(None);
+    };
+    if !(1..=5).contains(&nextn) {
+        return Err(o.error(
+            "aic_nextn",
+            format!("must be 1..=5 (omit it to disable multi-token prediction), got {nextn}"),
+        ));
+    }
+    let mut accept_rates = match rates.map(str::trim).filter(|r| !r.is_empty()) {
+        None => Mtp::DEFAULT_ACCEPT_RATES.to_vec(),
+        Some(r) => {
+            let mut v = Vec::new();
+            for (i, x) in r.split(',').enumerate() {
+                let rate: f64 = x.trim().parse().map_err(|_| {
+                    o.error(
+                        "aic_nextn_accept_rates",
+                        format!(
+                            "must be comma-separated numbers, got {:?} at position {}",
+                            x.trim(),
+                            i + 1
+                        ),
+                    )
+                })?;
+                if !rate.is_finite() || !(0.0..=1.0).contains(&rate) {
+                    return Err(o.error(
+                        "aic_nextn_accept_rates",
+                        format!(
+                            "values must be finite and in [0, 1], got {rate} at position {}",
+                            i + 1
+                        ),
+                    ));
+                }
+                v.push(rate);
+            }
+            v
+        }
+    };
+    accept_rates.resize(nextn as usize, 0.0);
+    if decode_speedup_ratio != 1.0 {
+        return Err(o.error(
+            "aic_nextn",
+            format!(
+                "requires decode_speedup_ratio = 1 (multi-token prediction speeds decoding up by its \
+                 bursts of accepted tokens), got decode_speedup_ratio = {decode_speedup_ratio}"
+            ),
+        ));
+    }
+    Ok(Some(Mtp {
+        nextn: nextn as u32,
+        accept_rates,
+        seed,
     }))
 }
 
@@ -390,6 +460,8 @@ pub fn router_aic_engine(
         fmha_dtype: d.next().flatten(),
         kv_cache_dtype: d.next().flatten(),
         comm_dtype: d.next().flatten(),
+        // The router predicts prefill passes, which MTP does not change.
+        nextn: None,
     }))
 }
 
@@ -566,17 +638,12 @@ mod tests {
                 json!({"aic_backend_version": null}),
                 "requires aic_backend_version",
             ),
-            (json!({"aic_nextn": 1}), "\"aic_nextn\" is not supported"),
             (json!({"aic_tp_size": 0}), "\"aic_tp_size\""),
             (json!({"aic_backend": "tensorrt"}), "\"aic_backend\""),
             (json!({"dp_size": 2}), "must match aic_attention_dp_size"),
             (
                 json!({"aic_moe_tp_size": 2, "aic_moe_ep_size": 2}),
                 "must equal aic_tp_size",
-            ),
-            (
-                json!({"aic_nextn_accept_rates": "0.8"}),
-                "requires aic_nextn",
             ),
         ] {
             let mut v = qwen();

@@ -332,6 +332,7 @@ fn parse_after_profile(
             a.dp_size = dp as u32;
         }
     }
+    a.mtp = super::aic::parse_mtp(o, a.decode_speedup_ratio)?;
     parse_ignored_keys(o)?;
     Ok(aic)
 }
@@ -993,6 +994,51 @@ mod tests {
     }
 
     #[test]
+    fn multi_token_prediction_keys_follow_dynosim() {
+        // Absent: off. Default rates (AIC's 0.85, 0.3) padded or cut to aic_nextn; seed 42.
+        assert_eq!(ok(json!({})).mtp, None);
+        let m = ok(json!({"aic_nextn": 3})).mtp.unwrap();
+        assert_eq!(
+            (m.nextn, m.accept_rates, m.seed),
+            (3, vec![0.85, 0.3, 0.0], 42)
+        );
+        let m =
+            ok(json!({"aic_nextn": 1, "aic_nextn_accept_rates": " 0.5, 0.25 ", "aic_mtp_seed": 9}))
+                .mtp
+                .unwrap();
+        assert_eq!((m.nextn, m.accept_rates, m.seed), (1, vec![0.5], 9));
+        // Without AIC timing too (DynoSim samples bursts under any timing model).
+        for engine in ["trtllm", "sglang"] {
+            assert!(ok(json!({"engine_type": engine, "aic_nextn": 2}))
+                .mtp
+                .is_some());
+        }
+        for (v, needle) in [
+            (json!({"aic_nextn": 0}), "\"aic_nextn\" must be 1..=5"),
+            (json!({"aic_nextn": 6}), "\"aic_nextn\" must be 1..=5"),
+            (
+                json!({"aic_nextn_accept_rates": "0.8"}),
+                "requires aic_nextn",
+            ),
+            (
+                json!({"aic_nextn": 2, "aic_nextn_accept_rates": "0.8,x"}),
+                "comma-separated numbers, got \"x\" at position 2",
+            ),
+            (
+                json!({"aic_nextn": 2, "aic_nextn_accept_rates": "1.5"}),
+                "finite and in [0, 1], got 1.5",
+            ),
+            (
+                json!({"aic_nextn": 2, "decode_speedup_ratio": 2}),
+                "requires decode_speedup_ratio = 1",
+            ),
+        ] {
+            let m = err(v);
+            assert!(m.contains(needle), "{m} lacks {needle}");
+        }
+    }
+
+    #[test]
     fn unmodelled_features_are_refused() {
         let cases = [
             json!({"num_g2_blocks": 1000}),
@@ -1001,7 +1047,6 @@ mod tests {
             json!({"offload_batch_size": 8}),
             json!({"bandwidth_g1_to_g2_gbps": 10}),
             json!({"g1_backend": "kvbm"}),
-            json!({"aic_backend": "vllm", "aic_model_path": "m", "aic_backend_version": "1", "aic_nextn": 1}),
         ];
         for v in cases {
             let m = err(v);

@@ -181,6 +181,10 @@ pub struct EngineArgs {
     /// `engine_type` trtllm only, acting with `dp_size` > 1; DynoSim ignores them; off by default).
     #[serde(skip_serializing_if = "AdpBalance::is_off")]
     pub adp_balance: AdpBalance,
+    /// DynoSim's multi-token prediction (`aic_nextn`, `aic_nextn_accept_rates`, `aic_mtp_seed`):
+    /// each decode pass emits a burst of accepted tokens per sequence. `None` = off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtp: Option<Mtp>,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -214,9 +218,30 @@ impl Default for EngineArgs {
             decode_pass_overhead_ms: 0.0,
             batch_wait: BatchWait::default(),
             adp_balance: AdpBalance::default(),
+            mtp: None,
             timing: Timing::default(),
         }
     }
+}
+
+/// Multi-token prediction as DynoSim simulates it (its `aic_nextn` engine args): in each decode
+/// pass a sequence emits 1 + k tokens, k the number of `nextn` drafted tokens accepted in a row,
+/// the i-th accepted with probability `accept_rates[i]` given the ones before it, drawn from a
+/// generator seeded `seed` + the worker's index. With AIC timing the pass is timed at `nextn + 1`
+/// tokens per sequence (the target model verifying the drafts).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mtp {
+    pub nextn: u32,
+    /// Conditional acceptance rate of each drafted token, `nextn` of them.
+    pub accept_rates: Vec<f64>,
+    pub seed: u64,
+}
+
+impl Mtp {
+    /// DynoSim's (and AIConfigurator's) acceptance rates when none are given.
+    pub const DEFAULT_ACCEPT_RATES: [f64; 5] = [0.85, 0.3, 0.0, 0.0, 0.0];
+    /// DynoSim's `aic_mtp_seed` default.
+    pub const DEFAULT_SEED: u64 = 42;
 }
 
 fn is_zero(x: &f64) -> bool {

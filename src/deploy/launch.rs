@@ -283,6 +283,13 @@ fn pool(
             ));
         }
     }
+    if let Some(n) = u64_of(&e["mtp"], "nextn") {
+        notes.push(format!(
+            "multi-token prediction was simulated (aic_nextn = {n}): the launch line does not \
+             turn it on; enable the engine's MTP speculative decoding with {n} draft tokens if \
+             the model has MTP heads (the acceptance rates are the model's, not a setting)"
+        ));
+    }
     if e["kv_transfer_bandwidth"].as_f64().is_some_and(|x| x > 0.0) {
         notes.push(format!(
             "kv_transfer_bandwidth = {} GB/s models the prefill-to-decode KV transfer; the real transfer runs over NIXL",

@@ -4,6 +4,7 @@
 //! routing or other workers.
 
 pub(crate) mod kv;
+pub(crate) mod mtp;
 pub(crate) mod radix;
 pub(crate) mod scheduler;
 pub(crate) mod sglang;

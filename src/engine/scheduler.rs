@@ -18,13 +18,19 @@ pub enum Scheduler<M: LatencyModel> {
 }
 
 impl<M: LatencyModel> Scheduler<M> {
-    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
+    /// `rank_index`: the scheduler's index in its pool, which offsets the seed of its
+    /// multi-token-prediction draws.
+    pub fn new(args: &EngineArgs, model: M, record_kv_events: bool, rank_index: u64) -> Self {
         match args.engine_type {
             EngineType::Sglang => {
-                Scheduler::Sglang(SglangEngine::new(args, model, record_kv_events))
+                let mut e = SglangEngine::new(args, model, record_kv_events);
+                e.seed_mtp(rank_index);
+                Scheduler::Sglang(e)
             }
             EngineType::Vllm | EngineType::Trtllm => {
-                Scheduler::Vllm(Engine::new(args, model, record_kv_events))
+                let mut e = Engine::new(args, model, record_kv_events);
+                e.seed_mtp(rank_index);
+                Scheduler::Vllm(e)
             }
         }
     }

@@ -6,6 +6,7 @@
 //! become visible at its end.
 
 use super::kv::KvEvent;
+use super::mtp::BurstSampler;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::stall::StallCause;
 use super::vllm::{PassOutput, Reservation};
@@ -153,6 +154,8 @@ pub struct SglangEngine<M: LatencyModel> {
     prebuilt: VecDeque<u32>,
     pending_destinations: bool,
     capacity_generation: u64,
+    /// Multi-token prediction's burst draws (`EngineArgs::mtp`), set by [`SglangEngine::seed_mtp`].
+    mtp: Option<BurstSampler>,
     /// Scratch buffers reused across passes.
     evicted: Vec<PageKey>,
     can_run: Vec<u32>,
@@ -199,10 +202,17 @@ impl<M: LatencyModel> SglangEngine<M> {
             prebuilt: VecDeque::new(),
             pending_destinations: false,
             capacity_generation: 0,
+            mtp: None,
             evicted: Vec::new(),
             can_run: Vec::new(),
             finished_slots: Vec::new(),
         }
+    }
+
+    /// Turns multi-token prediction on (when the args set it), drawing bursts from the stream
+    /// of the pool's scheduler number `rank_index`.
+    pub fn seed_mtp(&mut self, rank_index: u64) {
+        self.mtp = BurstSampler::of(&self.args, rank_index);
     }
 
     pub fn block_size(&self) -> u32 {
@@ -764,6 +774,27 @@ impl<M: LatencyModel> SglangEngine<M> {
             .count() as u32
     }
 
+    /// The most tokens a running request may emit in one decode pass: `aic_nextn + 1` under
+    /// multi-token prediction (one on a prefill worker), else one.
+    fn max_burst(&self) -> u32 {
+        match (&self.args.mtp, self.args.worker_type) {
+            (Some(m), w) if w != WorkerType::Prefill => m.nextn + 1,
+            _ => 1,
+        }
+    }
+
+    /// Page growth (in pages) the running requests need for their longest bursts.
+    fn burst_growth_pages(&self, max_burst: u32) -> u32 {
+        self.running
+            .iter()
+            .map(|&i| {
+                let r = &self.reqs[i as usize];
+                let len = r.len();
+                self.pages_of(len + max_burst.min(r.remaining_output())) - self.pages_of(len)
+            })
+            .sum()
+    }
+
     /// The decode step (breadth §1.6, §1.7). Returns (duration, whether it retracted).
     fn decode(&mut self, prompts: &PromptBlocks, out: &mut PassOutput) -> (f64, bool) {
         // Requests with nothing left to generate complete without a token.
@@ -780,11 +811,20 @@ impl<M: LatencyModel> SglangEngine<M> {
         if self.running.is_empty() {
             return (0.0, false);
         }
-        // Retract until the pool can hold every running request's next token.
+        // Retract until the pool can hold every running request's next token (its longest
+        // burst under multi-token prediction).
+        let max_burst = self.max_burst();
+        let growth_of = |e: &Self| {
+            if e.mtp.is_some() {
+                e.burst_growth_pages(max_burst)
+            } else {
+                e.growth_pages()
+            }
+        };
         let mut retracted: Vec<u32> = Vec::new();
         loop {
             let room = self.cache.available_pages() as u64 + self.cache.evictable_pages();
-            if room >= self.growth_pages() as u64 || self.running.len() <= 1 {
+            if room >= growth_of(self) as u64 || self.running.len() <= 1 {
                 break;
             }
             let (idx, _) = self
@@ -806,7 +846,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             out.preempted += retracted.len() as u32;
             out.progressed = true;
         }
-        let growth = self.growth_pages();
+        let growth = growth_of(self);
         let available = self.cache.available_pages();
         if available < growth {
             self.evict(growth - available);
@@ -823,26 +863,41 @@ impl<M: LatencyModel> SglangEngine<M> {
             .sum();
         let decode_ms = self.decode_time(n, total_context);
         out.progressed = true;
-        self.decode_tokens(prompts, out, true);
+        let used = self.decode_tokens(prompts, out, true);
+        // Pages set aside for longer bursts than were drawn go back to the pool.
+        self.cache.free(growth - used);
         (decode_ms, any_retracted)
     }
 
-    /// Every running request generates one token (its page growth already taken); those that
-    /// reach their output length complete, the others cache their new complete pages.
-    fn decode_tokens(&mut self, prompts: &PromptBlocks, out: &mut PassOutput, emit: bool) {
+    /// Every running request generates its tokens of the pass, its pages already set aside:
+    /// one, or under multi-token prediction a burst drawn in queue order. Those that reach their
+    /// output length complete; the others cache their new complete pages after each token.
+    /// Returns the pages the tokens took.
+    fn decode_tokens(&mut self, prompts: &PromptBlocks, out: &mut PassOutput, emit: bool) -> u32 {
+        let prefill = self.args.worker_type == WorkerType::Prefill;
         let mut finished = std::mem::take(&mut self.finished_slots);
         finished.clear();
+        let mut used = 0;
         for k in 0..self.running.len() {
             let slot = self.running[k];
-            let r = &mut self.reqs[slot as usize];
-            r.generated += 1;
-            r.materialized += 1;
-            if emit {
-                out.emitted.push((r.req, r.generated));
-            }
-            if r.generated >= r.max_output {
-                finished.push(slot);
-            } else {
+            let r = &self.reqs[slot as usize];
+            let (len, rem) = (r.len(), r.remaining_output());
+            let burst = match (&mut self.mtp, prefill) {
+                (Some(m), false) => m.burst(rem),
+                _ => rem.min(1),
+            };
+            used += self.pages_of(len + burst) - self.pages_of(len);
+            for _ in 0..burst {
+                let r = &mut self.reqs[slot as usize];
+                r.generated += 1;
+                r.materialized += 1;
+                if emit {
+                    out.emitted.push((r.req, r.generated));
+                }
+                if r.generated >= r.max_output {
+                    finished.push(slot);
+                    break;
+                }
                 self.cache_materialized(slot, prompts);
             }
         }
@@ -853,6 +908,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             }
         }
         self.finished_slots = finished;
+        used
     }
 
     fn decode_time(&self, n: u64, total_context: u64) -> f64 {
@@ -876,6 +932,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             || self.running.is_empty()
             || !self.prebuilt.is_empty()
             || !self.inbox.is_empty()
+            || self.mtp.is_some()
         {
             return None;
         }
@@ -1006,6 +1063,38 @@ mod tests {
         }
         finished.sort();
         (finished, retracted)
+    }
+
+    #[test]
+    fn multi_token_prediction_emits_bursts_and_returns_unused_pages() {
+        let mtp = |rates: &[f64]| EngineArgs {
+            mtp: Some(crate::config::Mtp {
+                nextn: rates.len() as u32,
+                accept_rates: rates.to_vec(),
+                seed: 42,
+            }),
+            ..args(16384, 16)
+        };
+        let prompts = PromptBlocks::from_lists(16, &[&[]]);
+        let mut out = PassOutput::default();
+        // Drafts always accepted: 3 tokens a pass, the last cut to what is left.
+        let mut e = SglangEngine::new(&mtp(&[1.0, 1.0]), Polynomial, false);
+        e.seed_mtp(0);
+        e.enqueue(0, 32, 5);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.emitted, vec![(0, 1), (0, 2), (0, 3)]);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.emitted, vec![(0, 4), (0, 5)]);
+        assert_eq!(out.finished, vec![0]);
+        assert!(e.plan_stride(8, &mut Vec::new()).is_none());
+        // Never accepted: one token a pass; the page set aside for a longer burst comes back.
+        let mut e = SglangEngine::new(&mtp(&[0.0, 0.0]), Polynomial, false);
+        e.seed_mtp(0);
+        e.enqueue(0, 15, 3);
+        e.step(&prompts, &mut out);
+        assert_eq!(out.emitted, vec![(0, 1)]);
+        // 16 tokens in one page: the second page reserved for a burst of 3 was returned.
+        assert_eq!(e.cache.available_pages(), 16384 - 1);
     }
 
     #[test]

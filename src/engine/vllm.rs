@@ -9,6 +9,7 @@
 //! others is clamped to what the pool can hold.
 
 use super::kv::{KvPool, PrefixMatch};
+use super::mtp::BurstSampler;
 use super::stall::StallCause;
 use super::with_decode_overhead;
 use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
@@ -132,6 +133,8 @@ pub struct Engine<M: LatencyModel> {
     /// TRT-LLM's attention-DP balancing held the waiting prompts back for the next pass (set by
     /// the worker, which decides over all its ranks).
     adp_hold: bool,
+    /// Multi-token prediction's burst draws (`EngineArgs::mtp`), set by [`Engine::seed_mtp`].
+    mtp: Option<BurstSampler>,
 }
 
 /// What one DP rank would schedule in its next pass, as TRT-LLM's attention-DP balancing counts
@@ -170,7 +173,14 @@ impl<M: LatencyModel> Engine<M> {
             pending_destinations: false,
             batch_wait_passes: 0,
             adp_hold: false,
+            mtp: None,
         }
+    }
+
+    /// Turns multi-token prediction on (when the args set it), drawing bursts from the stream
+    /// of the pool's scheduler number `rank_index`.
+    pub fn seed_mtp(&mut self, rank_index: u64) {
+        self.mtp = BurstSampler::of(&self.args, rank_index);
     }
 
     /// What the next pass would schedule, for TRT-LLM's attention-DP balancing.
@@ -464,10 +474,22 @@ impl<M: LatencyModel> Engine<M> {
         };
         let shared = (prompt.len() as u32).min(cap);
         let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
+        let mut own = 0;
         if m.blocks == prompt.len() as u32 && cap > m.blocks && self.seqs[s as usize].exposed {
             // Its own blocks past the shareable prefix, released when it was preempted.
-            let own = self.pool.owned_blocks(self.seqs[s as usize].uuid);
-            m.blocks += own.min(cap - m.blocks);
+            own = self
+                .pool
+                .owned_blocks(self.seqs[s as usize].uuid)
+                .min(cap - m.blocks);
+            m.blocks += own;
+        }
+        // With multi-token prediction DynoSim's vLLM reuses one matched block less.
+        if self.mtp.is_some() && self.admission == Admission::Vllm && m.blocks > 0 {
+            if own > 0 {
+                m.blocks -= 1;
+            } else {
+                m = self.pool.match_prefix(&prompt[..m.blocks as usize - 1]);
+            }
         }
         m
     }
@@ -607,7 +629,8 @@ impl<M: LatencyModel> Engine<M> {
     pub fn plan_stride(&mut self, max_passes: u32, durations: &mut Vec<f64>) -> Option<u32> {
         durations.clear();
         let prefill = self.args.worker_type == WorkerType::Prefill;
-        if !self.waiting.is_empty() || self.running.is_empty() {
+        // Bursts of multi-token prediction are drawn pass by pass.
+        if !self.waiting.is_empty() || self.running.is_empty() || self.mtp.is_some() {
             return None;
         }
         // Whether each pass's duration must be evaluated (the context grows every pass), or
@@ -1039,6 +1062,16 @@ impl<M: LatencyModel> Engine<M> {
         }
 
         // 4. Token emission for every sequence whose known tokens are all computed.
+        if self.mtp.is_some() {
+            let decode_ms = self.emit_bursts(prompts, out, &mut preempted);
+            out.prefill_ms = prefill_ms;
+            out.decode_ms = decode_ms;
+            out.preempted = preempted;
+            if preempted > 0 {
+                out.progressed = true;
+            }
+            return prefill_ms + decode_ms;
+        }
         let mut ready = 0u64;
         let mut ctx_sum = 0u64;
         for &s in &self.running {
@@ -1086,6 +1119,132 @@ impl<M: LatencyModel> Engine<M> {
         }
         prefill_ms + decode_ms
     }
+
+    /// Token emission under multi-token prediction (step 4 of a pass), as DynoSim's: every
+    /// running sequence whose known tokens are all computed and that may still generate is
+    /// ready. First the blocks for the longest burst of each (`nextn + 1` tokens, at most what it
+    /// may still generate) are set aside, preempting by the preemption mode's victim while they
+    /// do not fit (a pass that cannot find them emits nothing). The pass is timed with the
+    /// blocks in use before that reservation; then each ready sequence, in queue order, draws
+    /// its burst, takes the blocks it crosses into and emits the burst's tokens at the pass end.
+    /// All but its last token count as computed, so the next pass computes (and caches) one
+    /// token, as without prediction. A prefill worker's sequences emit their one token. Returns the
+    /// decode time in ms.
+    fn emit_bursts(
+        &mut self,
+        prompts: &PromptBlocks,
+        out: &mut PassOutput,
+        preempted: &mut u32,
+    ) -> f64 {
+        let is_prefill = self.args.worker_type == WorkerType::Prefill;
+        let max_burst = if is_prefill {
+            1
+        } else {
+            self.args.mtp.as_ref().map_or(1, |m| m.nextn + 1)
+        };
+        let bs = self.block_size;
+        // Sequences done without a token to emit (`max_model_len` reached) finish first.
+        let mut k = 0usize;
+        while k < self.running.len() {
+            let s = self.running[k];
+            let seq = &self.seqs[s as usize];
+            if seq.num_computed >= seq.input + seq.generated && self.remaining_output(s) == 0 {
+                self.retire(k, out, is_prefill);
+                out.progressed = true;
+            } else {
+                k += 1;
+            }
+        }
+        let is_ready = |e: &Self, s: u32| {
+            let seq = &e.seqs[s as usize];
+            seq.num_computed >= seq.input + seq.generated
+        };
+        let mut reserved;
+        loop {
+            let mut required = 0u64;
+            let mut any = false;
+            for &s in &self.running {
+                if !is_ready(self, s) {
+                    continue;
+                }
+                any = true;
+                let len = self.seq_len(s);
+                let burst = max_burst.min(self.remaining_output(s));
+                required += u64::from((len + burst).div_ceil(bs) - len.div_ceil(bs));
+            }
+            if !any {
+                return 0.0;
+            }
+            // Set aside at once, as DynoSim does: cached blocks are evicted for the whole
+            // reservation, and what the bursts leave unused comes back empty.
+            if u32::try_from(required).is_ok_and(|n| self.pool.allocate(n)) {
+                reserved = required as u32;
+                break;
+            }
+            if self.running.is_empty() || self.admission == Admission::GuaranteedNoEvict {
+                return 0.0;
+            }
+            let vi = match self.args.preemption_mode {
+                PreemptionMode::Lifo => self.running.len() - 1,
+                PreemptionMode::Fifo => 0,
+            };
+            let victim = self.running.remove(vi);
+            self.preempt(victim, &mut 0, &mut (0, 0, 0));
+            *preempted += 1;
+        }
+        let (mut ready, mut ctx_sum) = (0u64, 0u64);
+        for &s in &self.running {
+            if is_ready(self, s) {
+                ready += 1;
+                ctx_sum += u64::from(self.seq_len(s));
+            }
+        }
+        // Timed with the blocks in use before the reservation.
+        let decode_ms = if is_prefill {
+            0.0
+        } else {
+            self.decode_time_at(ready, ctx_sum / ready, self.pool.num_active() - reserved)
+        };
+        let mut k = 0usize;
+        while k < self.running.len() {
+            let s = self.running[k];
+            if !is_ready(self, s) {
+                k += 1;
+                continue;
+            }
+            let rem = self.remaining_output(s);
+            let burst = match (&mut self.mtp, is_prefill) {
+                (Some(m), false) => m.burst(rem),
+                _ => rem.min(1),
+            };
+            let len = self.seq_len(s);
+            let need = (len + burst)
+                .div_ceil(bs)
+                .saturating_sub(self.held_blocks(s))
+                .min(reserved);
+            reserved -= need;
+            let seq = &mut self.seqs[s as usize];
+            seq.tail += need;
+            let req = seq.req;
+            for _ in 0..burst {
+                seq.generated += 1;
+                out.emitted.push((req, seq.generated));
+            }
+            out.progressed = true;
+            // DynoSim caches a block as soon as a burst fills it.
+            let full = (seq.input + seq.generated) / bs;
+            self.register_full_blocks(s, full, prompts.sequence_of(req));
+            if self.remaining_output(s) == 0 {
+                self.retire(k, out, is_prefill);
+                continue;
+            }
+            let seq = &mut self.seqs[s as usize];
+            seq.num_computed = seq.input + seq.generated - 1;
+            k += 1;
+        }
+        self.pool.free_private(reserved);
+        decode_ms
+    }
 }
 
 fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
@@ -1094,361 +1253,4 @@ fn reuse<T>(mut v: Vec<T>) -> Vec<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::timing::Polynomial;
-
-    fn engine(args: EngineArgs) -> Engine<Polynomial> {
-        Engine::new(&args, Polynomial, false)
-    }
-
-    #[test]
-    fn worked_vector_single_request() {
-        let mut e = engine(EngineArgs::default());
-        // Unique content: nothing shareable, so no content ids.
-        let prompts = PromptBlocks::from_lists(64, &[&[]]);
-        e.enqueue(0, 1, 2048, 3, 0);
-        let mut out = PassOutput::default();
-        let t1 = e.step(&prompts, &mut out);
-        assert_eq!(out.admitted, vec![(0, 0)]);
-        assert_eq!(out.emitted, vec![(0, 1)]);
-        assert!((out.prefill_ms - 49.363).abs() < 1e-3);
-        assert!((out.decode_ms - 5.8454).abs() < 1e-4);
-        assert!((t1 - 55.208).abs() < 1e-3);
-        let t2 = e.step(&prompts, &mut out);
-        assert_eq!(out.emitted, vec![(0, 2)]);
-        assert!((t2 - 5.84868).abs() < 1e-5);
-        let _ = e.step(&prompts, &mut out);
-        assert_eq!(out.finished, vec![0]);
-        assert!(!e.has_work());
-        assert_eq!(e.pool().num_active(), 0);
-    }
-
-    #[test]
-    fn prefill_pass_overhead_adds_to_prefill_passes_only() {
-        let mut e = engine(EngineArgs {
-            prefill_pass_overhead_ms: 10.0,
-            speedup_ratio: 2.0,
-            ..EngineArgs::default()
-        });
-        let prompts = PromptBlocks::from_lists(64, &[&[]]);
-        e.enqueue(0, 1, 2048, 3, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        // Not scaled by the speed-up: host time.
-        assert!((out.prefill_ms - (49.363 / 2.0 + 10.0)).abs() < 1e-3);
-        e.step(&prompts, &mut out);
-        assert_eq!(out.prefill_ms, 0.0);
-        assert!((out.decode_ms - 5.84868 / 2.0).abs() < 1e-4);
-    }
-
-    #[test]
-    fn decode_pass_overhead_adds_to_decoding_passes_and_strides() {
-        let base = EngineArgs {
-            speedup_ratio: 2.0,
-            ..EngineArgs::default()
-        };
-        let start = |ms: f64| {
-            let mut e = engine(EngineArgs {
-                decode_pass_overhead_ms: ms,
-                ..base.clone()
-            });
-            e.enqueue(0, 1, 2048, 10, 0);
-            e
-        };
-        let prompts = PromptBlocks::from_lists(64, &[&[]]);
-        let (mut out, mut plain_out) = (PassOutput::default(), PassOutput::default());
-        for ms in [1.5, -1.0] {
-            let (mut e, mut plain) = (start(ms), start(0.0));
-            // The pass that prefills also emits the first token (DynoSim's decode time of the
-            // ready sequences): both carry the overhead, not scaled by the speed-up.
-            for _ in 0..2 {
-                e.step(&prompts, &mut out);
-                plain.step(&prompts, &mut plain_out);
-                assert_eq!(out.prefill_ms, plain_out.prefill_ms);
-                assert!(plain_out.decode_ms > 0.0);
-                assert!((out.decode_ms - (plain_out.decode_ms + ms)).abs() < 1e-9);
-            }
-            assert!((plain_out.decode_ms - 5.84868 / 2.0).abs() < 1e-4);
-            // A stride of decode passes: every pass carries it.
-            let (mut durations, mut plain_durations) = (Vec::new(), Vec::new());
-            let k = e.plan_stride(4, &mut durations).expect("a stride");
-            assert_eq!(plain.plan_stride(4, &mut plain_durations), Some(k));
-            for (d, p) in durations.iter().zip(&plain_durations) {
-                assert!((d - (p + ms)).abs() < 1e-9, "{d} {p}");
-            }
-        }
-        // A pass never takes less than nothing.
-        let mut e = start(-1000.0);
-        e.step(&prompts, &mut out);
-        assert_eq!(out.decode_ms, 0.0);
-        assert!(out.prefill_ms > 0.0);
-    }
-
-    #[test]
-    fn prefix_reuse_respects_recompute_rule() {
-        let mut e = engine(EngineArgs::default());
-        // Two requests with the same two-block prompt.
-        let prompts = PromptBlocks::from_lists(64, &[&[0, 1], &[0, 1]]);
-        e.enqueue(0, 1, 128, 1, 2);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(out.finished, vec![0]);
-        e.enqueue(1, 2, 128, 1, 2);
-        e.step(&prompts, &mut out);
-        // Block-aligned, fully cached prompt: the last block is recomputed.
-        assert_eq!(out.admitted, vec![(1, 64)]);
-    }
-
-    #[test]
-    fn preemption_when_pool_is_exhausted() {
-        let args = EngineArgs {
-            num_gpu_blocks: 4,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(4, &[&[], &[]]);
-        e.enqueue(0, 1, 7, 4, 0);
-        e.enqueue(1, 2, 7, 4, 0);
-        let mut out = PassOutput::default();
-        let mut finished = Vec::new();
-        let mut preemptions = 0;
-        for _ in 0..100 {
-            if !e.has_work() {
-                break;
-            }
-            e.step(&prompts, &mut out);
-            preemptions += out.preempted;
-            finished.extend_from_slice(&out.finished);
-            assert!(e.pool().num_active() <= 4);
-        }
-        finished.sort();
-        assert_eq!(finished, vec![0, 1]);
-        assert!(preemptions > 0);
-    }
-
-    #[test]
-    fn oversized_prompt_is_rejected() {
-        let args = EngineArgs {
-            num_gpu_blocks: 2,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(4, &[&[]]);
-        e.enqueue(0, 1, 9, 1, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(out.rejected, vec![0]);
-        assert!(!e.has_work());
-    }
-
-    #[test]
-    fn guaranteed_no_evict_reserves_to_completion_and_never_preempts() {
-        let args = EngineArgs {
-            engine_type: EngineType::Trtllm,
-            num_gpu_blocks: 4,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(4, &[&[], &[], &[]]);
-        // 7 + 4 tokens need 3 blocks to completion: the second cannot be admitted beside the
-        // first (vLLM would admit both and preempt); a 16-token prompt fills the pool.
-        e.enqueue(0, 1, 7, 4, 0);
-        e.enqueue(1, 2, 7, 4, 0);
-        e.enqueue(2, 3, 16, 4, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(out.admitted, vec![(0, 0)]);
-        let mut finished = Vec::new();
-        let mut rejected = Vec::new();
-        for _ in 0..100 {
-            if !e.has_work() {
-                break;
-            }
-            e.step(&prompts, &mut out);
-            assert_eq!(out.preempted, 0);
-            finished.extend_from_slice(&out.finished);
-            rejected.extend_from_slice(&out.rejected);
-        }
-        assert_eq!(finished, vec![0, 1]);
-        assert_eq!(rejected, vec![2]);
-    }
-
-    /// Passes until request `req` is admitted, with one sequence decoding throughout.
-    fn passes_until_admitted(batch_wait: crate::config::BatchWait, second_prompt: u32) -> u32 {
-        let args = EngineArgs {
-            engine_type: EngineType::Trtllm,
-            max_num_batched_tokens: Some(1000),
-            batch_wait,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(64, &[&[], &[]]);
-        e.enqueue(0, 1, 100, 200, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(out.admitted, vec![(0, 0)]);
-        e.enqueue(1, 2, second_prompt, 10, 0);
-        for pass in 1..100 {
-            e.step(&prompts, &mut out);
-            if out.admitted.contains(&(1, 0)) {
-                // The first sequence decoded in every pass that held the prompt back.
-                assert_eq!(out.emitted.first().map(|x| x.0), Some(0));
-                return pass;
-            }
-            assert!(out.prefill_ms == 0.0, "a held pass computes no prompt");
-        }
-        panic!("never admitted");
-    }
-
-    #[test]
-    fn trtllm_batch_waiting_holds_prompts_while_sequences_decode() {
-        use crate::config::BatchWait;
-        let off = BatchWait::default();
-        assert_eq!(passes_until_admitted(off, 100), 1);
-        // Held for 5 passes, admitted in the 6th (the count reaches the timeout).
-        let wait = BatchWait {
-            timeout_iters: 5,
-            max_tokens_ratio: 0.9,
-        };
-        assert_eq!(passes_until_admitted(wait, 100), 6);
-        // A prompt that brings the pass to 0.9 x 1000 tokens (899 + 1 decoding) joins at once.
-        assert_eq!(passes_until_admitted(wait, 899), 1);
-        assert_eq!(passes_until_admitted(wait, 898), 6);
-        // As TRT-LLM: with a ratio of 0 the token test always passes, so nothing waits.
-        let ratio_zero = BatchWait {
-            timeout_iters: 5,
-            max_tokens_ratio: 0.0,
-        };
-        assert_eq!(passes_until_admitted(ratio_zero, 100), 1);
-    }
-
-    #[test]
-    fn trtllm_batch_waiting_never_holds_a_prompt_when_nothing_decodes() {
-        let args = EngineArgs {
-            engine_type: EngineType::Trtllm,
-            batch_wait: crate::config::BatchWait {
-                timeout_iters: 50,
-                max_tokens_ratio: 0.9,
-            },
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(64, &[&[], &[]]);
-        e.enqueue(0, 1, 100, 2, 0);
-        e.enqueue(1, 2, 100, 2, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(out.admitted, vec![(0, 0), (1, 0)]);
-    }
-
-    #[test]
-    fn guaranteed_no_evict_clamps_output_to_the_pool() {
-        let args = EngineArgs {
-            engine_type: EngineType::Trtllm,
-            num_gpu_blocks: 4,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(4, &[&[]]);
-        // 10 prompt tokens leave room for 6 of the 100 requested.
-        e.enqueue(0, 1, 10, 100, 0);
-        let mut out = PassOutput::default();
-        let mut emitted = 0;
-        for _ in 0..100 {
-            if !e.has_work() {
-                break;
-            }
-            e.step(&prompts, &mut out);
-            emitted += out.emitted.len();
-        }
-        assert_eq!(emitted, 6);
-    }
-
-    #[test]
-    fn stall_preempted_request_larger_than_the_pool_but_not_a_fresh_one() {
-        let args = EngineArgs {
-            num_gpu_blocks: 4,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        e.enqueue(0, 1, 20, 4, 0);
-        // A fresh request larger than the pool is rejected at admission: no stall.
-        assert_eq!(e.never_schedulable(), None);
-        // Preempted (its generated tokens kept), it waits at the head for good.
-        let s = e.waiting[0];
-        e.seqs[s as usize].exposed = true;
-        assert_eq!(
-            e.never_schedulable(),
-            Some(StallCause::PreemptedOutgrewPool)
-        );
-        let prompts = PromptBlocks::from_lists(4, &[&[]]);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert!(!out.progressed);
-    }
-
-    #[test]
-    fn stall_unchunked_prompt_over_the_batch_budget_unless_a_cache_hit_could_shrink_it() {
-        let args = EngineArgs {
-            block_size: 4,
-            enable_chunked_prefill: false,
-            max_num_batched_tokens: Some(10),
-            ..EngineArgs::default()
-        };
-        let mut e = engine(EngineArgs {
-            enable_prefix_caching: false,
-            ..args.clone()
-        });
-        e.enqueue(0, 1, 20, 2, 0);
-        assert_eq!(
-            e.never_schedulable(),
-            Some(StallCause::PromptOverBatchBudget)
-        );
-        // With prefix caching, a later request could cache 16 of its 20 tokens.
-        let mut e = engine(args.clone());
-        e.enqueue(0, 1, 20, 2, 0);
-        assert_eq!(e.never_schedulable(), None);
-        // TRT-LLM the same way.
-        let mut e = engine(EngineArgs {
-            engine_type: EngineType::Trtllm,
-            enable_prefix_caching: false,
-            ..args
-        });
-        e.enqueue(0, 1, 20, 2, 0);
-        assert_eq!(
-            e.never_schedulable(),
-            Some(StallCause::PromptOverBatchBudget)
-        );
-    }
-
-    #[test]
-    fn no_stall_while_something_runs_or_for_a_fitting_head() {
-        let args = EngineArgs {
-            num_gpu_blocks: 8,
-            block_size: 4,
-            ..EngineArgs::default()
-        };
-        let mut e = engine(args);
-        let prompts = PromptBlocks::from_lists(4, &[&[], &[]]);
-        e.enqueue(0, 1, 20, 4, 0);
-        e.enqueue(1, 2, 20, 4, 0);
-        let mut out = PassOutput::default();
-        e.step(&prompts, &mut out);
-        assert_eq!(e.never_schedulable(), None);
-        // TRT-LLM never stalls on KV: what does not fit to completion is rejected.
-        let mut e = engine(EngineArgs {
-            engine_type: EngineType::Trtllm,
-            num_gpu_blocks: 4,
-            block_size: 4,
-            ..EngineArgs::default()
-        });
-        e.enqueue(0, 1, 20, 4, 0);
-        assert_eq!(e.never_schedulable(), None);
-    }
-}
+mod tests;

@@ -176,8 +176,14 @@ fn add_pool(
     let first = workers.len() as u32;
     let record = kv && role != Role::Decode;
     for _ in 0..n {
+        // Multi-token prediction offsets each scheduler's seed by its rank's index in the pool
+        // (worker index × DP ranks + rank), as DynoSim does.
+        let first_rank = u64::from(workers.len() as u32 - first) * u64::from(args.dp_size);
         let ranks: Vec<_> = (0..args.dp_size)
-            .map(|_| Scheduler::new(args, args.timing.clone(), record))
+            .map(|r| {
+                let index = first_rank + u64::from(r);
+                Scheduler::new(args, args.timing.clone(), record, index)
+            })
             .collect();
         let outputs = (0..args.dp_size).map(|_| PassOutput::default()).collect();
         workers.push(Worker {

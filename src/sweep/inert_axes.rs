@@ -1,6 +1,6 @@
-//! Grid axes that cannot change the simulation: AIC keys (`aic_*`) of an engine pool that never
-//! has `aic_backend`, whose timing is DynoSim's polynomial or a profile, neither of which reads
-//! them. `aic_tp_size` there changes only the GPU count of a point (its `gpus` and per-GPU
+//! Grid axes that cannot change the simulation: AIC keys (`aic_*`, but for multi-token
+//! prediction's) of an engine pool that never has `aic_backend`, whose timing is DynoSim's
+//! polynomial or a profile, neither of which reads them. `aic_tp_size` there changes only the GPU count of a point (its `gpus` and per-GPU
 //! columns), not one simulated number. Found from the spec alone, before anything runs; the
 //! sweep warns once per axis on stderr and runs as asked.
 
@@ -10,9 +10,13 @@ use serde_json::{Map, Value};
 /// The key that turns AIC timing on for a pool.
 const AIC_BACKEND: &str = "aic_backend";
 
-/// Whether an engine key is one of AIC's (`aic_*`, `aic_backend` aside).
+/// Multi-token prediction's keys: named `aic_*` by DynoSim but read under any timing.
+const MTP_KEYS: [&str; 3] = ["aic_nextn", "aic_nextn_accept_rates", "aic_mtp_seed"];
+
+/// Whether an engine key is one of AIC's (`aic_*`, `aic_backend` and multi-token prediction's
+/// aside).
 fn is_aic_key(key: &str) -> bool {
-    key.starts_with("aic_") && key != AIC_BACKEND
+    key.starts_with("aic_") && key != AIC_BACKEND && !MTP_KEYS.contains(&key)
 }
 
 fn sets_backend(obj: &Map<String, Value>) -> bool {

@@ -164,7 +164,9 @@ def compile_request(req):
     engine, memory, _ = sdk()
     fmha_fallback = resolve_fmha(req, parallel, quant)
     try:
-        spec = engine.compile_engine(model, req["system"], req["backend"], req["backend_version"], systems_path=sp, **parallel, **quant)
+        # nextn: AIC times each decode step at nextn + 1 tokens per sequence (MTP verification).
+        extra = {"nextn": req["nextn"]} if req.get("nextn") else {}
+        spec = engine.compile_engine(model, req["system"], req["backend"], req["backend_version"], systems_path=sp, **parallel, **quant, **extra)
     except Exception as exc:
         fail("compile_failed", f"{type(exc).__name__}: {exc}")
     blocks = None

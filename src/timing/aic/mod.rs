@@ -44,6 +44,10 @@ pub struct AicEngineId {
     pub fmha_dtype: Option<String>,
     pub kv_cache_dtype: Option<String>,
     pub comm_dtype: Option<String>,
+    /// Multi-token prediction (`aic_nextn`): AIC times each decode step at `nextn + 1` tokens
+    /// per sequence. Absent from the compile request (and so from its cache key) when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nextn: Option<u32>,
 }
 
 /// Inputs of the KV-pool estimate used when `num_gpu_blocks` is not given.
