@@ -1126,10 +1126,11 @@ impl<M: LatencyModel> Engine<M> {
     /// may still generate) are set aside, preempting by the preemption mode's victim while they
     /// do not fit (a pass that cannot find them emits nothing). The pass is timed with the
     /// blocks in use before that reservation; then each ready sequence, in queue order, draws
-    /// its burst, takes the blocks it crosses into and emits the burst's tokens at the pass end.
-    /// All but its last token count as computed, so the next pass computes (and caches) one
-    /// token, as without prediction. A prefill worker's sequences emit their one token. Returns the
-    /// decode time in ms.
+    /// its burst, takes the blocks it crosses into (caching those the burst fills) and emits the
+    /// burst's tokens at the pass end; the unused part of the reservation comes back empty. All
+    /// but its last token count as computed, so the next pass computes one token, as without
+    /// prediction. A prefill worker's sequences emit their one token. Returns the decode time in
+    /// ms.
     fn emit_bursts(
         &mut self,
         prompts: &PromptBlocks,
