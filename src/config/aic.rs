@@ -76,13 +76,6 @@ pub(crate) fn parse_aic_args(
     ] {
         dtypes.push(s(key)?.as_deref().and_then(normalize_dtype));
     }
-    // Read (and checked) by `parse_mtp`; the estimator times a decode step of nextn + 1 tokens
-    // per sequence.
-    let nextn = o
-        .int("aic_nextn", 0, u64::MAX)?
-        .value()
-        .filter(|n| (1..=5).contains(n))
-        .map(|n| n as u32);
     let configured_dp = o.int("dp_size", 1, u64::MAX)?.value().unwrap_or(1);
     let dp = attention_dp.unwrap_or(1);
     if (backend.is_some() || attention_dp.is_some())
@@ -152,7 +145,8 @@ pub(crate) fn parse_aic_args(
             fmha_dtype: d.next().flatten(),
             kv_cache_dtype: d.next().flatten(),
             comm_dtype: d.next().flatten(),
-            nextn,
+            // Multi-token prediction's, set from `parse_mtp` by the caller.
+            nextn: None,
         },
         kv_estimate: (!num_gpu_blocks_given).then(|| AicKvEstimate {
             block_size,

@@ -315,7 +315,7 @@ fn parse_after_profile(
     parse_trtllm(o, a)?;
     parse_offload_keys(o)?;
     let fractions = parse_memory_fractions(o)?;
-    let aic = super::aic::parse_aic_args(
+    let mut aic = super::aic::parse_aic_args(
         o,
         o.int("num_gpu_blocks", 1, u64::MAX)?.is_set(),
         a.block_size,
@@ -333,6 +333,10 @@ fn parse_after_profile(
         }
     }
     a.mtp = super::aic::parse_mtp(o, a.decode_speedup_ratio)?;
+    // AIC times each decode step at nextn + 1 tokens per sequence.
+    if let Some(aic) = &mut aic {
+        aic.engine.nextn = a.mtp.as_ref().map(|m| m.nextn);
+    }
     parse_ignored_keys(o)?;
     Ok(aic)
 }

@@ -7,7 +7,7 @@
 //! `seed_from_u64(aic_mtp_seed + i)`, i the scheduler's index in its pool (worker index × DP
 //! ranks + rank).
 
-use crate::config::{EngineArgs, Mtp};
+use crate::config::{EngineArgs, Mtp, WorkerType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
@@ -29,6 +29,25 @@ impl BurstSampler {
     /// multi-token prediction on.
     pub(crate) fn of(args: &EngineArgs, rank_index: u64) -> Option<Self> {
         args.mtp.as_ref().map(|m| Self::new(m, rank_index))
+    }
+
+    /// The most tokens a sequence of a pool of `args` may emit in one pass: `aic_nextn + 1`
+    /// under multi-token prediction, one without it and on a prefill worker.
+    pub(crate) fn max_burst(args: &EngineArgs) -> u32 {
+        match &args.mtp {
+            Some(m) if args.worker_type != WorkerType::Prefill => m.nextn + 1,
+            _ => 1,
+        }
+    }
+
+    /// Tokens a sequence that may still generate `remaining` emits this pass: a burst drawn from
+    /// `sampler`, or one without prediction and on a prefill worker (`prefill`), whose token is
+    /// the prompt's.
+    pub(crate) fn tokens(sampler: &mut Option<Self>, prefill: bool, remaining: u32) -> u32 {
+        match sampler {
+            Some(s) if !prefill => s.burst(remaining),
+            _ => remaining.min(1),
+        }
     }
 
     /// Tokens emitted by a sequence that may still generate `remaining` (0 when none).

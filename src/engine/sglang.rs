@@ -765,26 +765,10 @@ impl<M: LatencyModel> SglangEngine<M> {
         prefill_ms + decode_ms
     }
 
-    /// Page growth (in pages) the running requests need for their next token.
+    /// Page growth (in pages) the running requests need for their next token, or their longest
+    /// burst under multi-token prediction.
     fn growth_pages(&self) -> u32 {
-        let page = self.s.page;
-        self.running
-            .iter()
-            .filter(|&&i| self.reqs[i as usize].len().is_multiple_of(page))
-            .count() as u32
-    }
-
-    /// The most tokens a running request may emit in one decode pass: `aic_nextn + 1` under
-    /// multi-token prediction (one on a prefill worker), else one.
-    fn max_burst(&self) -> u32 {
-        match (&self.args.mtp, self.args.worker_type) {
-            (Some(m), w) if w != WorkerType::Prefill => m.nextn + 1,
-            _ => 1,
-        }
-    }
-
-    /// Page growth (in pages) the running requests need for their longest bursts.
-    fn burst_growth_pages(&self, max_burst: u32) -> u32 {
+        let max_burst = BurstSampler::max_burst(&self.args);
         self.running
             .iter()
             .map(|&i| {
@@ -813,18 +797,10 @@ impl<M: LatencyModel> SglangEngine<M> {
         }
         // Retract until the pool can hold every running request's next token (its longest
         // burst under multi-token prediction).
-        let max_burst = self.max_burst();
-        let growth_of = |e: &Self| {
-            if e.mtp.is_some() {
-                e.burst_growth_pages(max_burst)
-            } else {
-                e.growth_pages()
-            }
-        };
         let mut retracted: Vec<u32> = Vec::new();
         loop {
             let room = self.cache.available_pages() as u64 + self.cache.evictable_pages();
-            if room >= growth_of(self) as u64 || self.running.len() <= 1 {
+            if room >= self.growth_pages() as u64 || self.running.len() <= 1 {
                 break;
             }
             let (idx, _) = self
@@ -846,7 +822,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             out.preempted += retracted.len() as u32;
             out.progressed = true;
         }
-        let growth = growth_of(self);
+        let growth = self.growth_pages();
         let available = self.cache.available_pages();
         if available < growth {
             self.evict(growth - available);
@@ -882,10 +858,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             let slot = self.running[k];
             let r = &self.reqs[slot as usize];
             let (len, rem) = (r.len(), r.remaining_output());
-            let burst = match (&mut self.mtp, prefill) {
-                (Some(m), false) => m.burst(rem),
-                _ => rem.min(1),
-            };
+            let burst = BurstSampler::tokens(&mut self.mtp, prefill, rem);
             used += self.pages_of(len + burst) - self.pages_of(len);
             for _ in 0..burst {
                 let r = &mut self.reqs[slot as usize];

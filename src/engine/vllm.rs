@@ -1138,11 +1138,7 @@ impl<M: LatencyModel> Engine<M> {
         preempted: &mut u32,
     ) -> f64 {
         let is_prefill = self.args.worker_type == WorkerType::Prefill;
-        let max_burst = if is_prefill {
-            1
-        } else {
-            self.args.mtp.as_ref().map_or(1, |m| m.nextn + 1)
-        };
+        let max_burst = BurstSampler::max_burst(&self.args);
         let bs = self.block_size;
         // Sequences done without a token to emit (`max_model_len` reached) finish first.
         let mut k = 0usize;
@@ -1214,10 +1210,7 @@ impl<M: LatencyModel> Engine<M> {
                 continue;
             }
             let rem = self.remaining_output(s);
-            let burst = match (&mut self.mtp, is_prefill) {
-                (Some(m), false) => m.burst(rem),
-                _ => rem.min(1),
-            };
+            let burst = BurstSampler::tokens(&mut self.mtp, is_prefill, rem);
             let len = self.seq_len(s);
             let need = (len + burst)
                 .div_ceil(bs)
