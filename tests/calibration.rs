@@ -611,3 +611,101 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     assert_eq!(file.families.len(), 1, "{file:?}");
     assert_eq!(file.options["per_quantisation"], false);
 }
+
+#[test]
+fn an_mtp_pool_is_calibrated_with_its_decode_ratio_kept_at_one() {
+    if !common::have_aic("an_mtp_pool_is_calibrated_with_its_decode_ratio_kept_at_one") {
+        return;
+    }
+    // Three AIPerf exports (the real one of tests/data/validate, at ISL 1024, OSL 64 and
+    // concurrency 2, 4, 8 with measured TTFTs of their own), simulated on Qwen3-8B with
+    // multi-token prediction.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let export = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/validate/aic_all/validation/medium/profile_export_aiperf.json");
+    let base: Value = serde_json::from_str(&std::fs::read_to_string(export).unwrap()).unwrap();
+    let mut exports = Vec::new();
+    for (i, c) in [2, 4, 8].into_iter().enumerate() {
+        let mut e = base.clone();
+        let cfg = &mut e["input_config"];
+        cfg["loadgen"]["concurrency"] = c.into();
+        cfg["loadgen"]["request_count"] = 48.into();
+        cfg["input"]["prompt"]["input_tokens"]["mean"] = 1024.into();
+        cfg["input"]["prompt"]["output_tokens"]["mean"] = 64.into();
+        e["time_to_first_token"]["avg"] = (60.0 + 40.0 * i as f64).into();
+        e["inter_token_latency"]["avg"] = (6.0 + i as f64).into();
+        let path = d.join(format!("c{c}.json"));
+        std::fs::write(&path, e.to_string()).unwrap();
+        exports.push(path);
+    }
+    let engine = QWEN.replace('}', r#","engine_type":"vllm","aic_nextn":2}"#);
+    let cal = d.join("cal.json");
+    let o = dynosim(d)
+        .arg("calibrate")
+        .args(&exports)
+        .args(["-o", cal.to_str().unwrap(), "--extra-engine-args", &engine])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    let file = CalibrationFile::parse(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    assert_eq!(file.families.len(), 1, "{stderr}");
+    let f = &file.families[0];
+    assert!(f.prefill_scale != f.decode_scale, "{f:?}");
+
+    // validate with the file: every point simulates, and the engine args it records leave
+    // decode_speedup_ratio at 1 (DynoSim's rule), the decode step's share in decode_time_scale.
+    let out_dir = d.join("v");
+    let o = dynosim(d)
+        .arg("validate")
+        .args(&exports)
+        .args([
+            "-o",
+            out_dir.to_str().unwrap(),
+            "--extra-engine-args",
+            &engine,
+        ])
+        .args(["--calibration", cal.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    let mut r = csv::Reader::from_path(out_dir.join("validation.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (status, args, ttft) = (col("status"), col("engine_args"), col("predicted_ttft_ms"));
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 3);
+    for rec in &rows {
+        assert_eq!(&rec[status], "ok", "{rec:?}");
+    }
+    let recorded = &rows[2][args];
+    let e: Value = serde_json::from_str(recorded).unwrap();
+    assert_eq!(e["aic_nextn"], 2, "{e}");
+    assert!(e.get("decode_speedup_ratio").is_none(), "{e}");
+    let ratio = f.decode_scale / f.prefill_scale;
+    assert!(
+        (metric(&e, "decode_time_scale") - ratio).abs() < 1e-9,
+        "{e}"
+    );
+
+    // `dynosim run` takes the recorded args as they are and predicts what validate did; so
+    // does a run calibrated by the file.
+    let (recorded_run, _) = run(d, recorded, &[]);
+    let (calibrated_run, stderr) = run(d, &engine, &["--calibration", cal.to_str().unwrap()]);
+    assert!(
+        stderr.contains("calibrated h200_sxm vllm Qwen/Qwen3-8B"),
+        "{stderr}"
+    );
+    assert_eq!(
+        without_wall_time(recorded_run.clone()),
+        without_wall_time(calibrated_run)
+    );
+    let predicted: f64 = rows[2][ttft].parse().unwrap();
+    let mean_ttft = metric(&recorded_run, "mean_ttft_ms");
+    assert!(
+        (mean_ttft - predicted).abs() < 1e-3,
+        "{mean_ttft} {predicted}"
+    );
+}

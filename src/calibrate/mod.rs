@@ -6,7 +6,9 @@
 //! The corrections are time scales of the two kinds of forward pass, which DynoSim's engine args
 //! already express (spec §4.9.5): `prefill_scale` multiplies every prefill pass's time (it
 //! divides `speedup_ratio`), `decode_scale` every decode step's (it divides `speedup_ratio ×
-//! decode_speedup_ratio`). Both compose with ratios the user set: a calibrated run of
+//! decode_speedup_ratio`; under multi-token prediction, where DynoSim holds
+//! `decode_speedup_ratio` at 1, dynosim's `decode_time_scale` takes the decode step's share
+//! instead). Both compose with ratios the user set: a calibrated run of
 //! `speedup_ratio: 2` is twice as fast as the calibrated run of 1. The other two are the
 //! serving stack's fixed costs: a per-request overhead, added to the pool's
 //! `request_overhead_ms`, a per-prefill-pass overhead, added to its `prefill_pass_overhead_ms`,
@@ -196,7 +198,13 @@ impl Corrections {
         };
         // prefill divisor s' = s / a; decode divisor s'·d' = s·d / b.
         e.speedup_ratio = s / self.prefill_scale;
-        e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
+        if e.mtp.is_some() {
+            // Multi-token prediction keeps decode_speedup_ratio at 1 (DynoSim's rule): the
+            // decode time takes the factor b / a as a multiplier instead.
+            e.decode_time_scale *= self.decode_scale / self.prefill_scale;
+        } else {
+            e.decode_speedup_ratio = d * self.prefill_scale / self.decode_scale;
+        }
         e.request_overhead_ms += self.request_overhead_ms;
         e.prefill_pass_overhead_ms += self.prefill_pass_overhead_ms;
         e.decode_pass_overhead_ms += self.decode_pass_overhead_ms;

@@ -177,6 +177,21 @@ fn corrections_compose_with_the_ratios_already_set() {
     }
     .apply_to(&mut e);
     assert_eq!(e.decode_pass_overhead_ms, -1.5);
+    // Multi-token prediction holds decode_speedup_ratio at 1: the decode step's share of the
+    // correction (0.8 / 1.25) multiplies decode_time_scale instead, times the same.
+    let mut e = EngineArgs {
+        mtp: Some(crate::config::Mtp {
+            nextn: 2,
+            accept_rates: vec![0.85, 0.3],
+            seed: 42,
+        }),
+        decode_time_scale: 2.0,
+        ..EngineArgs::default()
+    };
+    c.apply_to(&mut e);
+    assert!((1.0 / e.speedup_ratio - 1.25).abs() < 1e-12);
+    assert_eq!(e.decode_speedup_ratio, 1.0);
+    assert!((e.decode_time_scale / e.speedup_ratio - 2.0 * 0.8).abs() < 1e-12);
 }
 
 #[test]

@@ -58,6 +58,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "request_overhead_ms",
     "prefill_pass_overhead_ms",
     "decode_pass_overhead_ms",
+    "decode_time_scale",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -248,6 +249,15 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         o.float("decode_pass_overhead_ms", -3.6e6, 3.6e6)?,
     )? {
         a.decode_pass_overhead_ms = x;
+    }
+    if let Some(x) = o.non_null("decode_time_scale", o.float("decode_time_scale", 0.0, 1e6)?)? {
+        if x == 0.0 {
+            return Err(o.error(
+                "decode_time_scale",
+                "must be a number > 0 (it multiplies every decode pass's time; 1 = unscaled)",
+            ));
+        }
+        a.decode_time_scale = x;
     }
     if let Some(n) = o.non_null(
         "dp_size",
@@ -1040,6 +1050,18 @@ mod tests {
             let m = err(v);
             assert!(m.contains(needle), "{m} lacks {needle}");
         }
+    }
+
+    #[test]
+    fn decode_time_scale_is_dynosims_and_allowed_with_mtp() {
+        assert_eq!(ok(json!({})).decode_time_scale, 1.0);
+        let a = ok(json!({"aic_nextn": 2, "decode_time_scale": 0.75}));
+        assert_eq!((a.decode_time_scale, a.mtp.is_some()), (0.75, true));
+        for v in [json!(0), json!(-1), json!("2"), Value::Null] {
+            let m = err(json!({ "decode_time_scale": v }));
+            assert!(m.contains("decode_time_scale"), "{m}");
+        }
+        assert!(err(json!({"decode_time_scale": 0})).contains("> 0"));
     }
 
     #[test]

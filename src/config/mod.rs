@@ -171,6 +171,12 @@ pub struct EngineArgs {
     /// part of the timed step the measured servers did not pay.
     #[serde(skip_serializing_if = "is_zero")]
     pub decode_pass_overhead_ms: f64,
+    /// dynosim's `decode_time_scale` (not a DynoSim key; 1 = DynoSim): multiplies the time of
+    /// every pass that decodes, on top of the speed-up ratios (before `decode_pass_overhead_ms`).
+    /// The same as dividing `decode_speedup_ratio`, and allowed where that ratio must stay 1
+    /// (multi-token prediction): how a calibration scales an MTP pool's decode steps.
+    #[serde(skip_serializing_if = "is_unit")]
+    pub decode_time_scale: f64,
     /// TRT-LLM's batch waiting (`trtllm.batch_wait_timeout_iters` and
     /// `trtllm.batch_wait_max_tokens_ratio`, read for `engine_type` trtllm only; DynoSim ignores
     /// them; off by default).
@@ -216,6 +222,7 @@ impl Default for EngineArgs {
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
+            decode_time_scale: 1.0,
             batch_wait: BatchWait::default(),
             adp_balance: AdpBalance::default(),
             mtp: None,
@@ -246,6 +253,10 @@ impl Mtp {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_unit(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// TRT-LLM's batch waiting (its `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio`

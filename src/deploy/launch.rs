@@ -257,6 +257,10 @@ fn pool(
             "decode_speedup_ratio",
             "decode_speedup_ratio (a timing scale of the simulation)",
         ),
+        (
+            "decode_time_scale",
+            "decode_time_scale (a timing scale of the simulation)",
+        ),
     ] {
         if e[k].as_f64().is_some_and(|x| x != 1.0) {
             notes.push(format!("{what} = {}: not a launch setting", e[k]));

@@ -11,6 +11,20 @@ pub(crate) mod sglang;
 pub(crate) mod stall;
 pub(crate) mod vllm;
 
+/// The divisor of a decode pass's time: DynoSim's `speedup_ratio × decode_speedup_ratio` (≤ 0:
+/// none), divided by dynosim's `decode_time_scale` (1: DynoSim's divisor exactly).
+pub(crate) fn decode_ratio(args: &crate::config::EngineArgs) -> f64 {
+    let r = args.speedup_ratio * args.decode_speedup_ratio;
+    let scale = args.decode_time_scale;
+    if scale == 1.0 {
+        r
+    } else if r > 0.0 {
+        r / scale
+    } else {
+        1.0 / scale
+    }
+}
+
 /// A decode pass's time `t_ms` with dynosim's `decode_pass_overhead_ms` added (it may be
 /// negative; the pass never takes less than 0 ms). Without an overhead, `t_ms` exactly.
 pub(crate) fn with_decode_overhead(t_ms: f64, overhead_ms: f64) -> f64 {

@@ -886,7 +886,7 @@ impl<M: LatencyModel> SglangEngine<M> {
 
     fn decode_time(&self, n: u64, total_context: u64) -> f64 {
         let active = total_context.min(self.s.total_kv_tokens);
-        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
+        let ratio = super::decode_ratio(&self.args);
         let t = pass_time(
             self.model
                 .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
@@ -1102,6 +1102,16 @@ mod tests {
             assert_eq!(out3.prefill_ms, out.prefill_ms);
             assert!((out3.decode_ms - (out.decode_ms + ms)).abs() < 1e-9);
         }
+        // dynosim's decode_time_scale multiplies it.
+        let mut a = args(16384, 1);
+        a.decode_time_scale = 0.5;
+        let mut e4 = SglangEngine::new(&a, Polynomial, false);
+        e4.enqueue(0, 2048, 3);
+        let mut out4 = PassOutput::default();
+        e4.step(&prompts, &mut out4);
+        assert_eq!(out4.prefill_ms, out.prefill_ms);
+        // (pass times are kept to the nanosecond, as DynoSim's)
+        assert!((out4.decode_ms - 0.5 * out.decode_ms).abs() <= 1e-6);
         let (finished, _) = run(&mut e, &prompts);
         assert_eq!(finished, vec![0]);
         assert_eq!(

@@ -608,8 +608,9 @@ impl<M: LatencyModel> Engine<M> {
         let active_kv = active_blocks as u64 * bs;
         let total_kv = self.pool.capacity() as u64 * bs;
         // DynoSim divides by the product of the two ratios, and not at all when it is ≤ 0 (a
-        // zero `speedup_ratio` also turns off `decode_speedup_ratio`).
-        let ratio = self.args.speedup_ratio * self.args.decode_speedup_ratio;
+        // zero `speedup_ratio` also turns off `decode_speedup_ratio`); dynosim's
+        // `decode_time_scale` multiplies on top.
+        let ratio = super::decode_ratio(&self.args);
         let t = pass_time(
             self.model.decode_ms(ready, active_kv, context, total_kv),
             ratio,

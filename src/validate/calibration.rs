@@ -81,8 +81,8 @@ pub fn quantisation_of(r: &Recipe) -> Option<String> {
 }
 
 /// The engine-args keys that give a recipe's pools the corrections `c`, composed with the
-/// `speedup_ratio`, `decode_speedup_ratio` and overheads it sets (as
-/// [`calibrate::Corrections::apply_to`]).
+/// `speedup_ratio`, `decode_speedup_ratio` (`decode_time_scale` under multi-token prediction)
+/// and overheads it sets (as [`calibrate::Corrections::apply_to`]).
 pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     let pool = r
         .extra_engine_args
@@ -95,13 +95,25 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
             .unwrap_or(1.0)
     };
     let (s, d) = (ratio("speedup_ratio"), ratio("decode_speedup_ratio"));
+    let own = |k: &str| pool.and_then(|p| p.get(k)).and_then(Value::as_f64);
     let mut keys = Correction::new();
     keys.insert("speedup_ratio".into(), Value::from(s / c.prefill_scale));
-    keys.insert(
-        "decode_speedup_ratio".into(),
-        Value::from(d * c.prefill_scale / c.decode_scale),
-    );
-    let own = |k: &str| pool.and_then(|p| p.get(k)).and_then(Value::as_f64);
+    if pool
+        .and_then(|p| p.get("aic_nextn"))
+        .is_some_and(|n| !n.is_null())
+    {
+        // Multi-token prediction holds decode_speedup_ratio at 1 (as apply_to does).
+        let t = own("decode_time_scale").unwrap_or(1.0);
+        keys.insert(
+            "decode_time_scale".into(),
+            Value::from(t * c.decode_scale / c.prefill_scale),
+        );
+    } else {
+        keys.insert(
+            "decode_speedup_ratio".into(),
+            Value::from(d * c.prefill_scale / c.decode_scale),
+        );
+    }
     // An overhead the corrections add to the pool's own, set only when they have one.
     let mut add = |k: &str, ms: f64| {
         if ms != 0.0 {

@@ -321,6 +321,28 @@ impl SglangServer {
     }
 }
 
+/// A pool with multi-token prediction (`aic_nextn`) must keep `decode_speedup_ratio` at 1
+/// (DynoSim's rule, which `dynosim run` applies too): a ratio the corrections set there moves
+/// into dynosim's `decode_time_scale`, which times the decode steps the same.
+fn keep_mtp_decode_ratio(o: &mut Map<String, Value>) {
+    if o.get("aic_nextn").is_none_or(Value::is_null) {
+        return;
+    }
+    let Some(d) = o
+        .get("decode_speedup_ratio")
+        .and_then(Value::as_f64)
+        .filter(|d| *d > 0.0 && *d != 1.0)
+    else {
+        return;
+    };
+    let scale = o
+        .get("decode_time_scale")
+        .and_then(Value::as_f64)
+        .unwrap_or(1.0);
+    o.insert("decode_speedup_ratio".into(), json!(1.0));
+    o.insert("decode_time_scale".into(), json!(scale / d));
+}
+
 /// AIConfigurator's host dispatch cost of an eager vLLM prefill forward, per model layer (its
 /// vLLM backend's `_prefill_dispatch_overhead_ms`, calibrated there against the measured table
 /// across GPUs and models).
@@ -527,6 +549,7 @@ impl Recipe {
                 for (k, v) in keys {
                     o.insert(k.clone(), v.clone());
                 }
+                keep_mtp_decode_ratio(o);
             }
         }
     }

@@ -326,6 +326,31 @@ fn corrections_set_keys_on_every_pool() {
 }
 
 #[test]
+fn corrections_keep_an_mtp_pools_decode_ratio_at_one() {
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    let (mut r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    let pool = r.extra_engine_args.as_mut().unwrap();
+    pool["aic_nextn"] = serde_json::json!(2);
+    pool["decode_time_scale"] = serde_json::json!(3.0);
+    let mut c = Correction::new();
+    c.insert("speedup_ratio".into(), serde_json::json!(0.8));
+    c.insert("decode_speedup_ratio".into(), serde_json::json!(1.5));
+    r.apply(&c);
+    let pool = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(pool["speedup_ratio"], 0.8);
+    assert_eq!(pool["decode_speedup_ratio"], 1.0);
+    assert_eq!(pool["decode_time_scale"], 2.0);
+    // `dynosim run` takes the pool as written (DynoSim's rule holds).
+    crate::config::engine_args::parse_engine_args(pool, "pool").unwrap();
+    // Without MTP the ratio stays where the corrections put it.
+    let (mut r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    r.apply(&c);
+    let pool = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(pool["decode_speedup_ratio"], 1.5);
+    assert!(pool.get("decode_time_scale").is_none());
+}
+
+#[test]
 fn errors_and_summaries() {
     assert_eq!(error_pct(110.0, Some(100.0)), Some(10.0));
     assert_eq!(error_pct(110.0, Some(0.0)), None);

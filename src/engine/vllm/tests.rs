@@ -152,6 +152,65 @@ fn decode_pass_overhead_adds_to_decoding_passes_and_strides() {
 }
 
 #[test]
+fn decode_time_scale_multiplies_decoding_passes_as_a_ratio_would_divide() {
+    let start = |a: EngineArgs| {
+        let mut e = engine(EngineArgs {
+            speedup_ratio: 2.0,
+            ..a
+        });
+        e.enqueue(0, 1, 2048, 10, 0);
+        e
+    };
+    let mut scaled = start(EngineArgs {
+        decode_time_scale: 2.0,
+        ..EngineArgs::default()
+    });
+    let mut ratio = start(EngineArgs {
+        decode_speedup_ratio: 0.5,
+        ..EngineArgs::default()
+    });
+    let mut plain = start(EngineArgs::default());
+    let prompts = PromptBlocks::from_lists(64, &[&[]]);
+    let mut outs = [
+        PassOutput::default(),
+        PassOutput::default(),
+        PassOutput::default(),
+    ];
+    for _ in 0..2 {
+        scaled.step(&prompts, &mut outs[0]);
+        ratio.step(&prompts, &mut outs[1]);
+        plain.step(&prompts, &mut outs[2]);
+        assert_eq!(outs[0].prefill_ms, outs[2].prefill_ms);
+        assert_eq!(outs[0].decode_ms, outs[1].decode_ms);
+        // Pass times are kept to the nanosecond, as DynoSim's.
+        assert!((outs[0].decode_ms - 2.0 * outs[2].decode_ms).abs() <= 1e-6);
+    }
+    let (mut d, mut r, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    let k = scaled.plan_stride(4, &mut d).expect("a stride");
+    assert_eq!(ratio.plan_stride(4, &mut r), Some(k));
+    assert_eq!(plain.plan_stride(4, &mut p), Some(k));
+    assert_eq!(d, r);
+    for (d, p) in d.iter().zip(&p) {
+        assert!((d - 2.0 * p).abs() <= 1e-6, "{d} {p}");
+    }
+    // Without a speed-up ratio (≤ 0: none) the scale still applies.
+    let mut e = engine(EngineArgs {
+        speedup_ratio: 0.0,
+        decode_time_scale: 2.0,
+        ..EngineArgs::default()
+    });
+    let mut unscaled = engine(EngineArgs {
+        speedup_ratio: 0.0,
+        ..EngineArgs::default()
+    });
+    e.enqueue(0, 1, 2048, 10, 0);
+    unscaled.enqueue(0, 1, 2048, 10, 0);
+    e.step(&prompts, &mut outs[0]);
+    unscaled.step(&prompts, &mut outs[2]);
+    assert!((outs[0].decode_ms - 2.0 * outs[2].decode_ms).abs() <= 1e-6);
+}
+
+#[test]
 fn prefix_reuse_respects_recompute_rule() {
     let mut e = engine(EngineArgs::default());
     // Two requests with the same two-block prompt.
