@@ -178,14 +178,32 @@ pub enum LaunchSettings {
     /// every other row with the engines' defaults.
     #[default]
     InferenceX,
+    /// As `InferenceX`, with TRT-LLM DeepSeek-R1 rows run as InferenceX's MTP scripts ran them
+    /// (`dsr1_fp8_h200_trt_mtp.sh`, `dsr1_fp8_b200_trt_mtp.sh`, `dsr1_fp4_b200_trt_mtp.sh`;
+    /// [`MtpScript`]). The table does not say which script measured a row: the user chooses.
+    InferenceXMtp,
     /// The engines' defaults on every row (no batch waiting, a receive every pass).
     None,
+}
+
+/// What an InferenceX MTP launch script sets that the simulation has keys for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MtpScript {
+    /// `num_nextn_predict_layers`: 3, or 1 with attention DP.
+    pub nextn: u32,
+    /// `--max_batch_size` (per attention-DP rank): the concurrency, or with attention DP the
+    /// concurrency / GPUs on H200 (at least 1), / 8 on B200 FP8 and / 4 on B200 FP4 (the
+    /// concurrency itself below 8 or 4).
+    pub max_batch_size: u64,
+    /// `--max_num_tokens`: ((nextn + 1) × batch + ISL + 127) / 64 × 64.
+    pub max_num_tokens: u64,
 }
 
 impl LaunchSettings {
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "inferencex" => LaunchSettings::InferenceX,
+            "inferencex-mtp" => LaunchSettings::InferenceXMtp,
             "none" => LaunchSettings::None,
             _ => return None,
         })
@@ -194,8 +212,49 @@ impl LaunchSettings {
     pub fn name(self) -> &'static str {
         match self {
             LaunchSettings::InferenceX => "inferencex",
+            LaunchSettings::InferenceXMtp => "inferencex-mtp",
             LaunchSettings::None => "none",
         }
+    }
+
+    /// InferenceX's scripts (with or without MTP).
+    fn inferencex(self) -> bool {
+        self != LaunchSettings::None
+    }
+
+    /// The MTP script a row's pool ran as under `inferencex-mtp` (`None`: no MTP): TRT-LLM
+    /// DeepSeek-R1 on H200 (FP8) and B200 (FP8 or FP4).
+    pub fn mtp(self, p: &MeasuredPoint, t: &TableDeployment, pool: &Parallel) -> Option<MtpScript> {
+        if self != LaunchSettings::InferenceXMtp
+            || p.backend != "trtllm"
+            || !t.script_model.contains("deepseek-r1")
+        {
+            return None;
+        }
+        let fp4 = t.gemm_quant.contains("fp4");
+        let conc = u64::from(p.workload.concurrency.unwrap_or(1)).max(1);
+        let dp = pool.attention_dp > 1;
+        let batch = match (p.system.as_str(), dp) {
+            ("h200_sxm" | "b200_sxm", false) => conc,
+            // The script's TP is every GPU of the worker (attention DP × its TP).
+            ("h200_sxm", true) => (conc / u64::from(pool.gpus().max(1))).max(1),
+            ("b200_sxm", true) => {
+                let k = if fp4 { 4 } else { 8 };
+                if conc < k {
+                    conc
+                } else {
+                    conc / k
+                }
+            }
+            _ => return None,
+        };
+        let nextn = if dp { 1 } else { 3 };
+        let tokens = ((u64::from(nextn) + 1) * batch + u64::from(p.workload.isl) + 127) / 64 * 64;
+        Some(MtpScript {
+            nextn,
+            max_batch_size: batch,
+            max_num_tokens: tokens,
+        })
     }
 
     /// The benchmark's prompts per unit of concurrency where a script sent other than
@@ -203,11 +262,7 @@ impl LaunchSettings {
     /// for B300 (`qwen3.5_*_b300.sh`) send `--num-prompts $CONC`, one wave of C prompts.
     fn prompts_per_concurrency(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u32> {
         let qwen = t.script_model.contains("qwen3.5");
-        (self == LaunchSettings::InferenceX
-            && p.backend == "sglang"
-            && qwen
-            && p.system == "b300_sxm")
-            .then_some(1)
+        (self.inferencex() && p.backend == "sglang" && qwen && p.system == "b300_sxm").then_some(1)
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).
@@ -215,11 +270,13 @@ impl LaunchSettings {
         let model = &t.script_model;
         let llama_70b = model.contains("llama") && model.contains("70b");
         let short = p.workload.isl == 1024 && p.workload.osl == 1024;
-        match self {
-            LaunchSettings::InferenceX
-                if p.backend == "trtllm"
-                    && model.contains("deepseek-r1")
-                    && pool.attention_dp > 1 =>
+        if !self.inferencex() {
+            return None;
+        }
+        match () {
+            _ if p.backend == "trtllm"
+                && model.contains("deepseek-r1")
+                && pool.attention_dp > 1 =>
             {
                 Some(json!({
                     "attention_dp_enable_balance": true,
@@ -227,14 +284,10 @@ impl LaunchSettings {
                     "attention_dp_batching_wait_iters": 0,
                 }))
             }
-            LaunchSettings::InferenceX
-                if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 =>
-            {
-                Some(json!({
-                    "batch_wait_timeout_iters": 20,
-                    "batch_wait_max_tokens_ratio": 0.9,
-                }))
-            }
+            _ if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 => Some(json!({
+                "batch_wait_timeout_iters": 20,
+                "batch_wait_max_tokens_ratio": 0.9,
+            })),
             _ => None,
         }
     }
@@ -838,11 +891,26 @@ fn from_table(
         if let Some(trtllm) = opts.launch.trtllm(p, t, pool) {
             set("trtllm", trtllm);
         }
+        if let Some(m) = opts.launch.mtp(p, t, pool) {
+            set("aic_nextn", json!(m.nextn));
+            set("max_num_seqs", json!(m.max_batch_size));
+            set("max_num_batched_tokens", json!(m.max_num_tokens));
+        }
         if let Some(server) = opts.launch.sglang(p, t, pool) {
             server.apply(&mut o);
         }
         Value::Object(o)
     };
+    if let Some(m) = t.pools.first().and_then(|pool| opts.launch.mtp(p, t, pool)) {
+        r.notes.push(format!(
+            "run as InferenceX's MTP script (--launch-settings inferencex-mtp): {} draft \
+             token{}, max_batch_size {}, max_num_tokens {}",
+            m.nextn,
+            if m.nextn == 1 { "" } else { "s" },
+            m.max_batch_size,
+            m.max_num_tokens
+        ));
+    }
     match t.pools.as_slice() {
         [agg] => {
             r.extra_engine_args = Some(engine(agg, None));

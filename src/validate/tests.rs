@@ -715,6 +715,69 @@ fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
 }
 
 #[test]
+fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
+    // H200 FP8: TP 1 × attention DP 8 at concurrency 256 (32 per rank), and TP 8 at 64.
+    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,8192,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let mut cat = catalog();
+    let h200 = cat.databases["h200_sxm"].clone();
+    cat.databases.insert("b200_sxm".into(), h200);
+    let mtp = Options {
+        launch: LaunchSettings::InferenceXMtp,
+        ..Options::default()
+    };
+    let run = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], opts, Some(&cat)).unwrap();
+        (r.extra_engine_args.unwrap(), r.notes)
+    };
+    let keys = |e: &serde_json::Value| {
+        (
+            e.get("aic_nextn").cloned(),
+            e["max_num_seqs"].clone(),
+            e["max_num_batched_tokens"].clone(),
+        )
+    };
+    // Attention DP: 1 draft token, max_batch_size 256 / 8 GPUs, max_num_tokens
+    // (2 × 32 + 1024 + 127) / 64 × 64 = 1152; the rest as inferencex (its balancing).
+    let (e, notes) = run(dp, &mtp);
+    assert_eq!(keys(&e), (Some(1.into()), 32.into(), 1152.into()));
+    assert_eq!(e["trtllm"]["attention_dp_enable_balance"], true);
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "InferenceX's MTP script (--launch-settings inferencex-mtp): 1 draft token, \
+             max_batch_size 32, max_num_tokens 1152"
+        )),
+        "{notes:?}"
+    );
+    // Without: 3 draft tokens, max_batch_size the concurrency, (4 × 64 + 8192 + 127) / 64 × 64.
+    assert_eq!(
+        keys(&run(tp, &mtp).0),
+        (Some(3.into()), 64.into(), 8512.into())
+    );
+    // B200: with attention DP the FP4 script divides by 4, the FP8 one by 8 (below those, the
+    // concurrency itself).
+    let b200 = |row: &str, quant: &str| {
+        row.replacen("h200_sxm,fp8,agg", &format!("b200_sxm,{quant},agg"), 1)
+            .replacen(",fp8,fp8,", &format!(",{quant},{quant},"), 1)
+    };
+    assert_eq!(keys(&run(&b200(dp, "nvfp4"), &mtp).0).1, 64);
+    assert_eq!(keys(&run(&b200(dp, "fp8"), &mtp).0).1, 32);
+    let low = b200(dp, "fp8").replacen("silicon_concurrency=256", "silicon_concurrency=4", 1);
+    assert_eq!(keys(&run(&low, &mtp).0).1, 4);
+    // The default and other backends: no MTP.
+    let (plain, notes) = run(dp, &Options::default());
+    assert_eq!(keys(&plain).0, None);
+    assert!(!notes.iter().any(|n| n.contains("MTP")), "{notes:?}");
+    let sglang = dp.replacen(",trtllm,", ",sglang,", 1);
+    assert_eq!(keys(&run(&sglang, &mtp).0).0, None);
+    assert_eq!(
+        LaunchSettings::parse("inferencex-mtp"),
+        Some(LaunchSettings::InferenceXMtp)
+    );
+}
+
+#[test]
 fn inferencex_database_rows_are_simulated_as_their_2026_twins() {
     // The same measurement in InferenceX's database: model named DeepSeek-V3, stored as the
     // tpN-epN quirk (attention DP 64 with MoE TP 8 × EP 8, 4 per rank), where the 2026 batch
