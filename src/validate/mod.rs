@@ -85,17 +85,10 @@ impl Default for Options {
     }
 }
 
-/// A point's family: what one set of corrections applies to; with a weight quantisation or a
-/// deployment shape (`quantisation`, `parallelism`, as calibration files name them) it is
-/// narrower than the point's table family.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Family {
-    pub system: String,
-    pub backend: String,
-    pub model: String,
-    pub quantisation: Option<String>,
-    pub parallelism: Option<String>,
-}
+/// A point's family (what one set of corrections applies to) is a calibration file's: GPU
+/// system, backend and model, narrowed by a weight quantisation or deployment shape where a
+/// calibration has entries for them.
+pub use crate::calibrate::Family;
 
 /// Engine-args keys set on every pool of a family's points (e.g. `speedup_ratio`,
 /// `decode_speedup_ratio`), over what the point's deployment sets.
@@ -117,15 +110,10 @@ impl Corrections {
     /// ([`crate::calibrate::narrowings`]: its quantisation and shape, its quantisation, its
     /// shape, the family).
     pub fn get(&self, family: &Family) -> Option<&Correction> {
-        crate::calibrate::narrowings(&family.quantisation, &family.parallelism)
-            .into_iter()
-            .find_map(|(quantisation, parallelism)| {
-                self.by_family.get(&Family {
-                    quantisation,
-                    parallelism,
-                    ..family.clone()
-                })
-            })
+        family
+            .fallbacks()
+            .iter()
+            .find_map(|f| self.by_family.get(f))
     }
 }
 
