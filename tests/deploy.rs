@@ -346,12 +346,15 @@ fn sglang_receive_interval_is_a_launch_setting() {
 fn simulation_only_overheads_are_noted_not_launched() {
     let (yaml, readme) = deployed_engine(
         "request_overhead_ms: 20
-  decode_pass_overhead_ms: -1.5",
+  decode_pass_overhead_ms: -1.5
+  decode_time_scale: 1.25",
     );
     assert!(!yaml.contains("overhead"), "{yaml}");
+    assert!(!yaml.contains("decode_time_scale"), "{yaml}");
     for want in [
         "request_overhead_ms = 20.0 models the serving stack's per-request overhead: not a launch setting",
         "decode_pass_overhead_ms = -1.5 models a fixed cost of each decode pass: not a launch setting",
+        "decode_time_scale (a timing scale of the simulation) = 1.25: not a launch setting",
     ] {
         assert!(readme.contains(want), "{want}\n{readme}");
     }
