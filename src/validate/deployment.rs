@@ -270,25 +270,22 @@ impl LaunchSettings {
         let model = &t.script_model;
         let llama_70b = model.contains("llama") && model.contains("70b");
         let short = p.workload.isl == 1024 && p.workload.osl == 1024;
-        if !self.inferencex() {
+        if !self.inferencex() || p.backend != "trtllm" {
             return None;
         }
-        match () {
-            _ if p.backend == "trtllm"
-                && model.contains("deepseek-r1")
-                && pool.attention_dp > 1 =>
-            {
-                Some(json!({
-                    "attention_dp_enable_balance": true,
-                    "attention_dp_timeout_iters": 60,
-                    "attention_dp_batching_wait_iters": 0,
-                }))
-            }
-            _ if p.backend == "trtllm" && llama_70b && short && pool.tp < 8 => Some(json!({
+        if model.contains("deepseek-r1") && pool.attention_dp > 1 {
+            Some(json!({
+                "attention_dp_enable_balance": true,
+                "attention_dp_timeout_iters": 60,
+                "attention_dp_batching_wait_iters": 0,
+            }))
+        } else if llama_70b && short && pool.tp < 8 {
+            Some(json!({
                 "batch_wait_timeout_iters": 20,
                 "batch_wait_max_tokens_ratio": 0.9,
-            })),
-            _ => None,
+            }))
+        } else {
+            None
         }
     }
 
