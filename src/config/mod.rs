@@ -234,8 +234,9 @@ impl Default for EngineArgs {
 /// Multi-token prediction as DynoSim simulates it (its `aic_nextn` engine args): in each decode
 /// pass a sequence emits 1 + k tokens, k the number of `nextn` drafted tokens accepted in a row,
 /// the i-th accepted with probability `accept_rates[i]` given the ones before it, drawn from a
-/// generator seeded `seed` + the scheduler's index in its pool (worker × DP ranks + rank). With AIC timing the pass is timed at `nextn + 1`
-/// tokens per sequence (the target model verifying the drafts).
+/// generator seeded `seed` + the scheduler's index in its pool (worker × DP ranks + rank). With
+/// AIC timing the pass is timed at `nextn + 1` tokens per sequence (the target model verifying
+/// the drafts).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mtp {
     pub nextn: u32,
