@@ -709,3 +709,97 @@ fn an_mtp_pool_is_calibrated_with_its_decode_ratio_kept_at_one() {
         "{mean_ttft} {predicted}"
     );
 }
+
+#[test]
+fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
+    if !common::have_aic("calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one") {
+        return;
+    }
+    // The shipped H100 TP-2 rows: at concurrency 32 and 64 with 8,192-token inputs or outputs
+    // the servers queued as if their KV pool held half of what AIC's memory model gives.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("validation/llama-3.1-70b-fp8-vllm-h100-h200.csv");
+    let tp2: Vec<String> = std::fs::read_to_string(&shipped)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || (l.contains("h100_sxm") && l.contains("_tp2_")))
+        .map(|(_, l)| l.to_string())
+        .collect();
+    assert_eq!(tp2.len(), 16, "header and 15 H100 TP-2 rows");
+    let rows = d.join("tp2.csv");
+    std::fs::write(&rows, tp2.join("\n") + "\n").unwrap();
+    let fitted = |name: &str, extra: &[&str]| {
+        let out = d.join(name);
+        let o = dynosim(d)
+            .args(["calibrate", rows.to_str().unwrap(), "-o"])
+            .arg(&out)
+            .args(["-j", "2"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&out).unwrap();
+        (CalibrationFile::parse(&text).unwrap(), text, stdout, out)
+    };
+    let (plain, plain_text, _, _) = fitted("plain.json", &[]);
+    let (kv, _, stdout, kv_path) = fitted("kv.json", &["--fit-kv-pool"]);
+    // Without the flag the pool keeps its size and the file has no factor.
+    assert_eq!(plain.families[0].kv_pool_scale, 1.0);
+    assert!(!plain_text.contains("kv_pool_scale"), "{plain_text}");
+    // With it: a factor below 1 on the lattice 2^(j/4), named in the options and the table,
+    // and a fit closer than the one without.
+    let f = &kv.families[0];
+    assert!(f.kv_pool_scale < 1.0, "{f:?}");
+    let j = 4.0 * f.kv_pool_scale.log2();
+    assert!((j - j.round()).abs() < 1e-9, "{}", f.kv_pool_scale);
+    assert!(
+        kv.options["fit"].as_str().unwrap().contains("KV pool"),
+        "{:?}",
+        kv.options
+    );
+    assert!(stdout.contains("kv pool"), "{stdout}");
+    let (a, b) = (
+        f.fit.as_ref().unwrap().fitted,
+        plain.families[0].fit.as_ref().unwrap().fitted,
+    );
+    assert!(
+        a.ttft_mean_abs_pct + a.tpot_mean_abs_pct + 2.0 < b.ttft_mean_abs_pct + b.tpot_mean_abs_pct,
+        "{a:?} vs {b:?}"
+    );
+
+    // validate with the file: every row simulated with the factor in its engine args, the
+    // note says so, and the errors are calibrate's fitted ones.
+    let out_dir = d.join("v");
+    let out = dynosim(d)
+        .args(["validate", rows.to_str().unwrap(), "-o"])
+        .arg(&out_dir)
+        .args(["-j", "2", "--calibration"])
+        .arg(&kv_path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(", KV pool x0."), "{stderr}");
+    let mut r = csv::Reader::from_path(out_dir.join("validation.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (args, ttft) = (col("engine_args"), col("ttft_error_pct"));
+    let mut abs_ttft = Vec::new();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        let e: Value = serde_json::from_str(&rec[args]).unwrap();
+        assert_eq!(e["kv_pool_scale"], f.kv_pool_scale, "{e}");
+        abs_ttft.push(rec[ttft].parse::<f64>().unwrap().abs());
+    }
+    assert_eq!(abs_ttft.len(), 15);
+    let mean = abs_ttft.iter().sum::<f64>() / 15.0;
+    assert!(
+        (mean - a.ttft_mean_abs_pct).abs() < 0.01,
+        "validate --calibration {mean} vs calibrate's fit {}",
+        a.ttft_mean_abs_pct
+    );
+}

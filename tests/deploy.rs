@@ -347,14 +347,17 @@ fn simulation_only_overheads_are_noted_not_launched() {
     let (yaml, readme) = deployed_engine(
         "request_overhead_ms: 20
   decode_pass_overhead_ms: -1.5
-  decode_time_scale: 1.25",
+  decode_time_scale: 1.25
+  kv_pool_scale: 0.5",
     );
     assert!(!yaml.contains("overhead"), "{yaml}");
     assert!(!yaml.contains("decode_time_scale"), "{yaml}");
+    assert!(!yaml.contains("kv_pool_scale"), "{yaml}");
     for want in [
         "request_overhead_ms = 20.0 models the serving stack's per-request overhead: not a launch setting",
         "decode_pass_overhead_ms = -1.5 models a fixed cost of each decode pass: not a launch setting",
         "decode_time_scale (a timing scale of the simulation) = 1.25: not a launch setting",
+        "kv_pool_scale (a KV pool size correction of the simulation) = 0.5: not a launch setting",
     ] {
         assert!(readme.contains(want), "{want}\n{readme}");
     }

@@ -30,6 +30,21 @@ fn figure(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number {key} in {v}"))
 }
 
+/// `dynosim calibrate ROWS --quiet -o FILE` with `extra` flags; it must succeed. The file.
+fn calibrate(rows: &Path, file: &Path, extra: &[&str]) -> Value {
+    let o = dynosim()
+        .arg("calibrate")
+        .arg(rows)
+        .arg("--quiet")
+        .args(extra)
+        .arg("-o")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    read_json(file)
+}
+
 /// Fails with every figure that grew past the recorded one plus the tolerance.
 fn check(what: &str, measured: &[(String, f64, f64)]) {
     let bad: Vec<String> = measured
@@ -93,17 +108,7 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     check("dynosim validate", &figures);
 
     // Calibrated: calibrate's cross-validated errors (fit on a third, checked on the rest).
-    let file = dir.path().join("calibration.json");
-    let o = dynosim()
-        .arg("calibrate")
-        .arg(&rows)
-        .arg("--quiet")
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let c = read_json(&file);
+    let c = calibrate(&rows, &dir.path().join("calibration.json"), &[]);
     let mut figures = Vec::new();
     for g in groups {
         let name = format!("{} {}", g["system"], g["backend"]);
@@ -123,4 +128,40 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
         }
     }
     check("dynosim calibrate", &figures);
+
+    // Calibrated per deployment shape with the KV pool fitted: the shapes' cross-validated
+    // errors together (each shape's held-out predictions, as the file applies its entries).
+    let c = calibrate(
+        &rows,
+        &dir.path().join("per-shape.json"),
+        &["--per-parallelism", "--fit-kv-pool"],
+    );
+    let mut figures = Vec::new();
+    for g in groups {
+        let name = format!("{} {}", g["system"], g["backend"]);
+        let (mut n, mut ttft, mut tpot) = (0.0, 0.0, 0.0);
+        for f in c["families"].as_array().unwrap() {
+            if f["system"] != g["system"] || f["parallelism"].is_null() {
+                continue;
+            }
+            let cv = &f["fit"]["cross_validated"]["errors"];
+            let k = figure(cv, "n");
+            n += k;
+            ttft += k * figure(cv, "ttft_mean_abs_pct");
+            tpot += k * figure(cv, "tpot_mean_abs_pct");
+        }
+        assert!(n > 0.0, "calibrate fitted no shape of {name}");
+        let recorded = &g["cross_validated_per_shape_kv_pool"];
+        for (key, sum) in [("ttft_mean_abs_pct", ttft), ("tpot_mean_abs_pct", tpot)] {
+            figures.push((
+                format!("{name} per shape with the KV pool, cross-validated {key}"),
+                sum / n,
+                figure(recorded, key) + tol,
+            ));
+        }
+    }
+    check(
+        "dynosim calibrate --per-parallelism --fit-kv-pool",
+        &figures,
+    );
 }

@@ -265,6 +265,7 @@ fn calibrate_family(
         request_overhead: !args.no_request_overhead,
         pass_overhead: args.fit_pass_overhead,
         decode_overhead: args.fit_decode_overhead,
+        kv_pool: args.fit_kv_pool,
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let fitted_preds = memo.predict(&all, fitted.corrections);
@@ -363,6 +364,9 @@ fn fit_name(args: &CalibrateArgs) -> String {
     if args.fit_decode_overhead {
         parts.push("decode pass overhead");
     }
+    if args.fit_kv_pool {
+        parts.push("KV pool");
+    }
     match parts.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => parts.join(""),
@@ -379,7 +383,7 @@ pub fn render(file: &CalibrationFile) -> String {
         .unwrap_or(0)
         .max(44);
     let mut out = format!(
-        "{:<w$} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+        "{:<w$} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}  {:>15}  {:>15}  {:>22}\n",
         "family",
         "rows",
         "prefill",
@@ -387,6 +391,7 @@ pub fn render(file: &CalibrationFile) -> String {
         "request",
         "pass",
         "dec pass",
+        "kv pool",
         "uncal TTFT/TPOT",
         "fit TTFT/TPOT",
         "cross-val TTFT/TPOT"
@@ -402,7 +407,7 @@ pub fn render(file: &CalibrationFile) -> String {
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
-            "{:<w$} {:>5} {:>8.3} {:>8.3} {:>9} {:>9} {:>9}  {:>15}  {:>15}  {:>22}\n",
+            "{:<w$} {:>5} {:>8.3} {:>8.3} {:>9} {:>9} {:>9} {:>7.3}  {:>15}  {:>15}  {:>22}\n",
             name,
             fit.rows.len(),
             f.prefill_scale,
@@ -410,6 +415,7 @@ pub fn render(file: &CalibrationFile) -> String {
             format!("{:.1}ms", f.request_overhead_ms),
             format!("{:.1}ms", f.prefill_pass_overhead_ms),
             format!("{:+.1}ms", f.decode_pass_overhead_ms),
+            f.kv_pool_scale,
             pair(&fit.uncalibrated),
             pair(&fit.fitted),
             cv

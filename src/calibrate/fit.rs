@@ -65,7 +65,7 @@ impl<F: FnMut(&[usize], Corrections) -> Vec<Prediction>> Simulator for F {
 /// run each distinct simulation once.
 pub struct Memo<'s> {
     sim: &'s mut dyn Simulator,
-    done: HashMap<(usize, [u64; 5]), Prediction>,
+    done: HashMap<(usize, [u64; 6]), Prediction>,
     /// Simulations run (not memo hits).
     pub simulations: usize,
 }
@@ -106,13 +106,14 @@ impl<'s> Memo<'s> {
     }
 }
 
-fn bits(c: Corrections) -> [u64; 5] {
+fn bits(c: Corrections) -> [u64; 6] {
     [
         c.prefill_scale.to_bits(),
         c.decode_scale.to_bits(),
         c.request_overhead_ms.to_bits(),
         c.prefill_pass_overhead_ms.to_bits(),
         c.decode_pass_overhead_ms.to_bits(),
+        c.kv_pool_scale.to_bits(),
     ]
 }
 
@@ -125,6 +126,8 @@ pub struct Fit {
     pub pass_overhead: bool,
     /// The per-decode-pass overhead (ms, signed, added to every pass that decodes).
     pub decode_overhead: bool,
+    /// The KV pool's size (a factor on its block count).
+    pub kv_pool: bool,
 }
 
 impl Fit {
@@ -133,18 +136,21 @@ impl Fit {
         request_overhead: false,
         pass_overhead: false,
         decode_overhead: false,
+        kv_pool: false,
     };
     /// The scales and the per-request overhead.
     pub const SCALES_AND_OVERHEAD: Fit = Fit {
         request_overhead: true,
         pass_overhead: false,
         decode_overhead: false,
+        kv_pool: false,
     };
-    /// The scales and every overhead.
+    /// The scales, every overhead and the KV pool.
     pub const ALL: Fit = Fit {
         request_overhead: true,
         pass_overhead: true,
         decode_overhead: true,
+        kv_pool: true,
     };
 }
 
@@ -319,6 +325,20 @@ const DECODE_STEPS: [i32; 3] = [4, 2, 1];
 /// Moves per step size of the final local search over (ratio, decode pass overhead).
 const POLISH_MOVES: usize = 8;
 
+/// The lattice of the KV pool's factor: 2^(j/4) for integers j, probed coarsely at ¼, ½, 1/√2,
+/// √2 and 2, then one step either side of the best; the factor stays within [1/8, 4].
+const KV_COARSE: [i32; 5] = [-8, -4, -2, 2, 4];
+const KV_RANGE: (i32, i32) = (-12, 8);
+/// Rounds of the alternating search of the KV pool factor and the ratio.
+const KV_ROUNDS: usize = 4;
+/// The least gain in the objective (mean |TTFT error| + mean |TPOT error|, as fractions) for
+/// which the fit moves the KV pool off its size: 0.02 = two points of mean error.
+const KV_MIN_GAIN: f64 = 0.02;
+
+fn kv_scale(j: i32) -> f64 {
+    (f64::from(j) / 4.0).exp2()
+}
+
 fn decode_ms(n: i32) -> f64 {
     if n == 0 {
         0.0
@@ -328,13 +348,15 @@ fn decode_ms(n: i32) -> f64 {
 }
 
 /// One probe of the search: log₂ of the ratio of the scales, the pass overhead's lattice index
-/// (`None` = no pass overhead), the decode pass overhead's (0 = none), the objective, and the
-/// common scale and request overhead that minimise it.
+/// (`None` = no pass overhead), the decode pass overhead's (0 = none), the KV pool factor's (0 =
+/// the pool as it is), the objective, and the common scale and request overhead that minimise
+/// it.
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     l: f64,
     m: Option<i32>,
     n: i32,
+    j: i32,
     obj: f64,
     k: f64,
     o: f64,
@@ -347,12 +369,20 @@ struct Search<'a, 'm, 's> {
     rows: &'a [usize],
     what: Fit,
     seen: Vec<Probe>,
+    /// The KV pool factor's lattice index every probe simulates at (0 until
+    /// [`Search::search_kv`] moves it); [`Search::best`] looks at probes at this index only.
+    j: i32,
 }
 
 impl Search<'_, '_, '_> {
     /// The objective at (l, m, n) (`None` when no row simulates).
     fn eval(&mut self, l: f64, m: Option<i32>, n: i32) -> Option<f64> {
-        if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m && s.n == n) {
+        let j = self.j;
+        if let Some(s) = self
+            .seen
+            .iter()
+            .find(|s| s.l == l && s.m == m && s.n == n && s.j == j)
+        {
             return Some(s.obj);
         }
         let c = Corrections {
@@ -361,6 +391,7 @@ impl Search<'_, '_, '_> {
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: m.map_or(0.0, pass_ms),
             decode_pass_overhead_ms: decode_ms(n),
+            kv_pool_scale: kv_scale(j),
         };
         let preds = self.memo.predict(self.rows, c);
         let obs = observations(self.targets, self.rows, &preds);
@@ -368,18 +399,26 @@ impl Search<'_, '_, '_> {
             return None;
         }
         let (k, o, obj) = best_for(self.what, &obs);
-        self.seen.push(Probe { l, m, n, obj, k, o });
+        self.seen.push(Probe {
+            l,
+            m,
+            n,
+            j,
+            obj,
+            k,
+            o,
+        });
         Some(obj)
     }
 
-    /// The best probe among those `keep` admits: the lowest objective, ties to no or the
-    /// smaller pass overhead, then to the smaller decode pass overhead, then to the ratio
-    /// nearer 1.
+    /// The best probe at the current KV pool factor among those `keep` admits: the lowest
+    /// objective, ties to no or the smaller pass overhead, then to the smaller decode pass
+    /// overhead, then to the ratio nearer 1.
     fn best(&self, keep: impl Fn(&Probe) -> bool) -> Option<Probe> {
         self.seen
             .iter()
             .copied()
-            .filter(|p| keep(p))
+            .filter(|p| p.j == self.j && keep(p))
             .min_by(|a, b| {
                 a.obj
                     .total_cmp(&b.obj)
@@ -468,6 +507,63 @@ impl Search<'_, '_, '_> {
         self.best(at)
     }
 
+    /// The KV pool factor, from ratio `l` (no overheads): its coarse lattice at that ratio, then
+    /// one step either side of the best; ties go to the factor nearer 1, so a pool no row fills
+    /// stays as it is. At a factor other than 1 the ratio is refined there and the factor
+    /// searched again at the new ratio, until the factor holds (at most [`KV_ROUNDS`] rounds).
+    /// The factor is kept only when its best probe beats the best probe at factor 1 by at least
+    /// [`KV_MIN_GAIN`] (a factor that only follows a row's noise would be a threshold in the
+    /// wrong place for every row the fit did not see). Leaves the search at the factor found.
+    fn search_kv(&mut self, mut l: f64) -> Option<Probe> {
+        for _ in 0..KV_ROUNDS {
+            // (objective, index) of each factor tried at l; a factor at which no row simulates
+            // (a pool too small for any prompt) is left out.
+            let mut tried: Vec<(f64, i32)> = Vec::new();
+            let score = |s: &mut Self, tried: &mut Vec<(f64, i32)>, j: i32| {
+                s.j = j;
+                if let Some(obj) = s.eval(l, None, 0) {
+                    tried.push((obj, j));
+                }
+            };
+            for j in std::iter::once(0).chain(KV_COARSE) {
+                score(self, &mut tried, j);
+            }
+            let pick = |t: &[(f64, i32)]| {
+                t.iter()
+                    .copied()
+                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.abs().cmp(&b.1.abs())))
+                    .map_or(0, |p| p.1)
+            };
+            let b = pick(&tried);
+            for j in [b - 1, b + 1] {
+                if (KV_RANGE.0..=KV_RANGE.1).contains(&j) {
+                    score(self, &mut tried, j);
+                }
+            }
+            let before = self.j;
+            self.j = pick(&tried);
+            if self.j == 0 {
+                break;
+            }
+            let p = self.refine_ratio(None, 0, 0.25)?;
+            // A factor other than 1 must earn its place: at its best ratio, a gain of at least
+            // KV_MIN_GAIN over the pool as it is at its own best ratio.
+            let j = self.j;
+            self.j = 0;
+            let at_one = self.best(|q| q.m.is_none() && q.n == 0)?;
+            self.j = j;
+            if at_one.obj - p.obj < KV_MIN_GAIN {
+                self.j = 0;
+                break;
+            }
+            if p.l == l && self.j == before {
+                break;
+            }
+            l = p.l;
+        }
+        self.best(|p| p.m.is_none() && p.n == 0)
+    }
+
     /// The decode pass overhead at ratio `l` and pass overhead `m`: its coarse signed lattice,
     /// then steps around the best; `None` when no decode pass overhead beats none.
     fn search_decode(
@@ -500,6 +596,8 @@ impl Search<'_, '_, '_> {
 /// refined again at the best overhead and the overhead once more at the best ratio (a
 /// coordinate descent). The decode pass overhead, when fitted, is then searched at the best
 /// probe so far and, if some overhead beats none, polished with the ratio ([`Search::polish`]).
+/// The KV pool factor, when fitted, is searched at the best ratio right after it, before any
+/// overhead, and the ratio refined again at the factor found; every later probe keeps it.
 /// Every probe simulates at decode scale 1; the common scale `k` and the request overhead come
 /// in closed form, and `k` scales both pass overheads with the passes.
 pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
@@ -509,8 +607,12 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
         rows,
         what,
         seen: Vec::new(),
+        j: 0,
     };
-    search.search_ratio()?;
+    let first = search.search_ratio()?;
+    if what.kv_pool {
+        search.search_kv(first.l)?;
+    }
     if what.pass_overhead {
         let first = search.best(|_| true)?;
         if let Some(p) = search.search_pass(first.l, 0, &PASS_STEPS, true) {
@@ -528,7 +630,9 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
             search.polish(at.m);
         }
     }
-    let Probe { l, m, n, k, o, .. } = search.best(|_| true)?;
+    let Probe {
+        l, m, n, j, k, o, ..
+    } = search.best(|_| true)?;
     let memo = search.memo;
     let mut c = Corrections {
         prefill_scale: l.exp2() * k,
@@ -536,6 +640,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
         request_overhead_ms: o,
         prefill_pass_overhead_ms: m.map_or(0.0, pass_ms) * k,
         decode_pass_overhead_ms: decode_ms(n) * k,
+        kv_pool_scale: kv_scale(j),
     };
     // The corrections as they are; where the runs were not scale-invariant (an overhead, or
     // arrivals on a clock), update k (and the overhead) on their real predictions.
@@ -568,6 +673,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
             request_overhead_ms: o,
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms * k,
             decode_pass_overhead_ms: c.decode_pass_overhead_ms * k,
+            kv_pool_scale: c.kv_pool_scale,
         };
     }
     result

@@ -168,10 +168,23 @@ pub struct Corrections {
     /// gets wrong. Written only when fitted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decode_pass_overhead_ms: f64,
+    /// Multiplies the KV pool's block count (`kv_pool_scale`), on top of the pool's own: the
+    /// servers held more (> 1) or fewer (< 1) tokens than the memory model gives. Written only
+    /// when fitted.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub kv_pool_scale: f64,
 }
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl Corrections {
@@ -181,6 +194,7 @@ impl Corrections {
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
 
     /// Applies the scales to one pool's engine args, composed with the ratios already set
@@ -208,6 +222,7 @@ impl Corrections {
         e.request_overhead_ms += self.request_overhead_ms;
         e.prefill_pass_overhead_ms += self.prefill_pass_overhead_ms;
         e.decode_pass_overhead_ms += self.decode_pass_overhead_ms;
+        e.kv_pool_scale *= self.kv_pool_scale;
     }
 }
 
@@ -289,6 +304,9 @@ pub struct FamilyCalibration {
     /// ms added to every decode pass, signed (absent when not fitted: 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decode_pass_overhead_ms: f64,
+    /// Multiplies the KV pool's block count (absent when not fitted: 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub kv_pool_scale: f64,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -307,6 +325,7 @@ impl FamilyCalibration {
             request_overhead_ms: c.request_overhead_ms,
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms,
             decode_pass_overhead_ms: c.decode_pass_overhead_ms,
+            kv_pool_scale: c.kv_pool_scale,
             fit,
         }
     }
@@ -328,6 +347,7 @@ impl FamilyCalibration {
             request_overhead_ms: self.request_overhead_ms,
             prefill_pass_overhead_ms: self.prefill_pass_overhead_ms,
             decode_pass_overhead_ms: self.decode_pass_overhead_ms,
+            kv_pool_scale: self.kv_pool_scale,
         }
     }
 }
@@ -392,6 +412,9 @@ impl Applied {
                         },
                         short(c.decode_pass_overhead_ms)
                     ));
+                }
+                if c.kv_pool_scale != 1.0 {
+                    s.push_str(&format!(", KV pool x{}", short(c.kv_pool_scale)));
                 }
                 s
             }

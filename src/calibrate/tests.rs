@@ -29,6 +29,7 @@ fn sample() -> CalibrationFile {
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
+            kv_pool_scale: 1.0,
         },
         Some(FitRecord {
             rows: vec!["a".into(), "b".into()],
@@ -144,6 +145,7 @@ fn corrections_compose_with_the_ratios_already_set() {
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     // Unset ratios: prefill divisor 1/1.25, decode divisor 1/0.8.
     let mut e = EngineArgs::default();
@@ -177,6 +179,19 @@ fn corrections_compose_with_the_ratios_already_set() {
     }
     .apply_to(&mut e);
     assert_eq!(e.decode_pass_overhead_ms, -1.5);
+    // The KV pool factor multiplies the pool's own; the block count stays as given.
+    let mut e = EngineArgs {
+        num_gpu_blocks: 1001,
+        kv_pool_scale: 0.8,
+        ..EngineArgs::default()
+    };
+    Corrections {
+        kv_pool_scale: 0.5,
+        ..c
+    }
+    .apply_to(&mut e);
+    assert_eq!((e.kv_pool_scale, e.num_gpu_blocks), (0.4, 1001));
+    assert_eq!(e.kv_pool_blocks(), 400);
     // Multi-token prediction holds decode_speedup_ratio at 1: the decode step's share of the
     // correction (0.8 / 1.25) multiplies decode_time_scale instead, times the same.
     let mut e = EngineArgs {
@@ -228,6 +243,7 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
         request_overhead_ms: 40.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     f.families
         .push(FamilyCalibration::new(narrow.clone(), c, None));

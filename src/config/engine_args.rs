@@ -59,6 +59,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "prefill_pass_overhead_ms",
     "decode_pass_overhead_ms",
     "decode_time_scale",
+    "kv_pool_scale",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -258,6 +259,15 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
             ));
         }
         a.decode_time_scale = x;
+    }
+    if let Some(x) = o.non_null("kv_pool_scale", o.float("kv_pool_scale", 0.0, 1e3)?)? {
+        if x == 0.0 {
+            return Err(o.error(
+                "kv_pool_scale",
+                "must be a number > 0 (it multiplies the KV pool's block count; 1 = unscaled)",
+            ));
+        }
+        a.kv_pool_scale = x;
     }
     if let Some(n) = o.non_null(
         "dp_size",
@@ -1062,6 +1072,27 @@ mod tests {
             assert!(m.contains("decode_time_scale"), "{m}");
         }
         assert!(err(json!({"decode_time_scale": 0})).contains("> 0"));
+    }
+
+    #[test]
+    fn kv_pool_scale_is_dynosims_and_multiplies_the_block_count() {
+        let d = ok(json!({}));
+        assert_eq!((d.kv_pool_scale, d.kv_pool_blocks()), (1.0, 16384));
+        let a = ok(json!({"num_gpu_blocks": 1001, "kv_pool_scale": 0.5}));
+        assert_eq!((a.num_gpu_blocks, a.kv_pool_blocks()), (1001, 500));
+        assert_eq!(
+            ok(json!({"num_gpu_blocks": 3, "kv_pool_scale": 0.1})).kv_pool_blocks(),
+            1
+        );
+        assert_eq!(
+            ok(json!({"num_gpu_blocks": 10, "kv_pool_scale": 2.5})).kv_pool_blocks(),
+            25
+        );
+        for v in [json!(0), json!(-1), json!("2"), Value::Null, json!(1e4)] {
+            let m = err(json!({ "kv_pool_scale": v }));
+            assert!(m.contains("kv_pool_scale"), "{m}");
+        }
+        assert!(err(json!({"kv_pool_scale": 0})).contains("> 0"));
     }
 
     #[test]

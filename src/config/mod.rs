@@ -129,7 +129,14 @@ pub struct EngineArgs {
     pub engine_type: EngineType,
     /// SGLang settings (used when `engine_type` is SGLang; `block_size` is its page size).
     pub sglang: SglangArgs,
+    /// The KV pool's blocks per engine rank: given, or AIC's memory-model estimate (before
+    /// `kv_pool_scale`; the engines size their pools by [`EngineArgs::kv_pool_blocks`]).
     pub num_gpu_blocks: u64,
+    /// dynosim's `kv_pool_scale` (not a DynoSim key; 1 = DynoSim): multiplies the KV pool's
+    /// block count (`num_gpu_blocks`, given or estimated). How a calibration corrects a pool
+    /// the measured servers held more or fewer tokens in than the memory model gives.
+    #[serde(skip_serializing_if = "is_unit")]
+    pub kv_pool_scale: f64,
     /// Tokens per KV block (64 for vLLM when 0/absent).
     pub block_size: u32,
     pub max_model_len: Option<u64>,
@@ -203,6 +210,7 @@ impl Default for EngineArgs {
             engine_type: EngineType::Vllm,
             sglang: SglangArgs::default(),
             num_gpu_blocks: 16384,
+            kv_pool_scale: 1.0,
             block_size: 64,
             max_model_len: None,
             max_num_seqs: Some(256),
@@ -302,6 +310,16 @@ impl AdpBalance {
 }
 
 impl EngineArgs {
+    /// Blocks of each rank's KV pool: `num_gpu_blocks` times `kv_pool_scale`, rounded down, at
+    /// least 1 (exactly `num_gpu_blocks` at scale 1).
+    pub fn kv_pool_blocks(&self) -> u64 {
+        if self.kv_pool_scale == 1.0 {
+            return self.num_gpu_blocks;
+        }
+        // Exact for any block count a pool can have (< 2^31); saturates beyond.
+        ((self.num_gpu_blocks as f64 * self.kv_pool_scale).floor() as u64).max(1)
+    }
+
     /// The same engine with the settings its engine type never reads put back to their
     /// defaults: two engines whose `without_unread` are equal simulate identically. SGLang does
     /// not read `max_num_batched_tokens`, `enable_prefix_caching`, `enable_chunked_prefill` or

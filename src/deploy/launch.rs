@@ -261,6 +261,10 @@ fn pool(
             "decode_time_scale",
             "decode_time_scale (a timing scale of the simulation)",
         ),
+        (
+            "kv_pool_scale",
+            "kv_pool_scale (a KV pool size correction of the simulation)",
+        ),
     ] {
         if e[k].as_f64().is_some_and(|x| x != 1.0) {
             notes.push(format!("{what} = {}: not a launch setting", e[k]));

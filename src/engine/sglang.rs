@@ -166,7 +166,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
         let g = &args.sglang;
         let page = args.block_size.max(1);
-        let total_pages = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
+        let total_pages = u32::try_from(args.kv_pool_blocks()).unwrap_or(u32::MAX);
         let init_ratio = INIT_NEW_TOKEN_RATIO * g.schedule_conservativeness;
         let min_ratio = init_ratio * MIN_NEW_TOKEN_RATIO_FACTOR;
         let s = Settings {

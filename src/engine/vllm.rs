@@ -151,7 +151,7 @@ pub struct AdpDemand {
 
 impl<M: LatencyModel> Engine<M> {
     pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
-        let cap = u32::try_from(args.num_gpu_blocks).unwrap_or(u32::MAX);
+        let cap = u32::try_from(args.kv_pool_blocks()).unwrap_or(u32::MAX);
         Engine {
             block_size: args.block_size.max(1),
             admission: match args.engine_type {

@@ -227,6 +227,13 @@ fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
             u32::MAX / 2
         )));
     }
+    if args.kv_pool_blocks() > u32::MAX as u64 / 2 {
+        return Err(SimError::BadConfig(format!(
+            "{what}: num_gpu_blocks × kv_pool_scale ({} blocks) must be at most {}",
+            args.kv_pool_blocks(),
+            u32::MAX / 2
+        )));
+    }
     if args.block_size == 0 || args.dp_size == 0 {
         return Err(SimError::BadConfig(format!(
             "{what}: block_size and dp_size must be ≥ 1"

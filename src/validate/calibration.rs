@@ -122,6 +122,13 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     };
     add("request_overhead_ms", c.request_overhead_ms);
     add("decode_pass_overhead_ms", c.decode_pass_overhead_ms);
+    if c.kv_pool_scale != 1.0 {
+        let own_scale = own("kv_pool_scale").unwrap_or(1.0);
+        keys.insert(
+            "kv_pool_scale".into(),
+            Value::from(own_scale * c.kv_pool_scale),
+        );
+    }
     // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
     // on passes without it).
     if r.modelled_dispatch || c.prefill_pass_overhead_ms != 0.0 {

@@ -508,6 +508,13 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
     // A calibration's corrections drop it.
     let keys = calibration::correction_keys(&r, crate::calibrate::Corrections::NONE);
     assert_eq!(keys["prefill_pass_overhead_ms"], 0.0);
+    // A pool left at its size gets no factor; a fitted one, its factor.
+    assert!(keys.get("kv_pool_scale").is_none());
+    let half = crate::calibrate::Corrections {
+        kv_pool_scale: 0.5,
+        ..crate::calibrate::Corrections::NONE
+    };
+    assert_eq!(calibration::correction_keys(&r, half)["kv_pool_scale"], 0.5);
 
     // `--dispatch-overhead none`: DynoSim's passes.
     let opts = Options {

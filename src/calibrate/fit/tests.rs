@@ -5,7 +5,8 @@ use super::*;
 /// its prefill work plus a queue of decode steps, its TPOT decode steps with some prefill
 /// passes interleaved; a pass overhead is paid by the prefill passes a request waits for and by
 /// those interleaved with its decode steps; a decode pass overhead by every decoding pass, those
-/// before the first token and one per output token.
+/// before the first token and one per output token. Every fifth row needs more KV blocks than
+/// its pool holds below factor 1: the factor kv makes it wait 1/kv − 1 more of its prefill.
 #[derive(Clone)]
 struct Toy {
     /// Per row: (prefill ms, queued decode ms, decode ms, interleaved prefill ms).
@@ -44,8 +45,17 @@ impl Toy {
         let (p, q, d, e) = self.rows[r];
         let (n, f, g) = Toy::passes(r);
         let (pass, dec) = (c.prefill_pass_overhead_ms, c.decode_pass_overhead_ms);
+        let wait = if r.is_multiple_of(5) {
+            (1.0 / c.kv_pool_scale - 1.0).max(0.0)
+        } else {
+            0.0
+        };
         (
-            p * c.prefill_scale + q * c.decode_scale + c.request_overhead_ms + n * pass + g * dec,
+            p * (1.0 + wait) * c.prefill_scale
+                + q * c.decode_scale
+                + c.request_overhead_ms
+                + n * pass
+                + g * dec,
             d * c.decode_scale + e * c.prefill_scale + f * pass + dec,
         )
     }
@@ -80,6 +90,7 @@ fn recovers_known_scales_on_the_lattice_exactly() {
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -108,6 +119,7 @@ fn recovers_off_lattice_scales_within_the_finest_step() {
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
+            kv_pool_scale: 1.0,
         };
         let mut toy = Toy::new(24);
         let targets = toy.targets(truth);
@@ -133,6 +145,7 @@ fn the_grid_widens_when_the_ratio_is_far_out() {
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     let mut toy = Toy::new(12);
     let targets = toy.targets(truth);
@@ -295,6 +308,7 @@ fn recovers_a_request_overhead_with_the_scales() {
         request_overhead_ms: 25.0,
         prefill_pass_overhead_ms: 0.0,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -323,6 +337,7 @@ fn recovers_a_pass_overhead_with_the_scales() {
         request_overhead_ms: 0.0,
         prefill_pass_overhead_ms: 16.0 * k,
         decode_pass_overhead_ms: 0.0,
+        kv_pool_scale: 1.0,
     };
     let mut toy = Toy::new(30);
     let targets = toy.targets(truth);
@@ -449,4 +464,72 @@ fn best_scale_and_overhead_minimises_the_objective() {
             );
         }
     }
+}
+
+#[test]
+fn recovers_a_smaller_kv_pool_with_the_scales() {
+    // Every fifth row queues for a pool half the simulated one: the fit finds the factor ½ on
+    // its lattice (index −4) with the scales and the request overhead.
+    let k = 0.9;
+    let truth = Corrections {
+        prefill_scale: k * 0.25f64.exp2(),
+        decode_scale: k,
+        request_overhead_ms: 12.0,
+        kv_pool_scale: 0.5,
+        ..Corrections::NONE
+    };
+    assert_eq!(kv_scale(-4), 0.5);
+    let mut toy = Toy::new(30);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..30).collect();
+    let mut memo = Memo::new(&mut toy);
+    let what = Fit {
+        kv_pool: true,
+        ..Fit::SCALES_AND_OVERHEAD
+    };
+    let f = fit(&mut memo, &targets, &rows, what).unwrap();
+    let c = f.corrections;
+    assert_eq!(c.kv_pool_scale, 0.5, "{f:?}");
+    assert!(close(c.prefill_scale, truth.prefill_scale, 1e-6), "{f:?}");
+    assert!(close(c.decode_scale, truth.decode_scale, 1e-6), "{f:?}");
+    assert!((c.request_overhead_ms - 12.0).abs() < 1e-3, "{f:?}");
+    assert!(f.objective < 1e-6, "{f:?}");
+    // Without it, the other corrections cannot express the queueing.
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
+    assert_eq!(g.corrections.kv_pool_scale, 1.0);
+    assert!(g.objective > f.objective + 0.01, "{g:?} vs {f:?}");
+}
+
+#[test]
+fn a_pool_no_row_fills_keeps_its_size() {
+    // Rows that no factor changes above 1 and every factor below 1 makes worse: the fit keeps
+    // the pool (a tie between 1 and the larger factors goes to 1) and finds what the fit
+    // without the factor finds.
+    let truth = Corrections {
+        prefill_scale: 1.1,
+        decode_scale: 0.95,
+        ..Corrections::NONE
+    };
+    let mut toy = Toy::new(24);
+    let targets = toy.targets(truth);
+    let rows: Vec<usize> = (0..24).collect();
+    let mut memo = Memo::new(&mut toy);
+    let what = Fit {
+        kv_pool: true,
+        ..Fit::SCALES_AND_OVERHEAD
+    };
+    let f = fit(&mut memo, &targets, &rows, what).unwrap();
+    let g = fit(&mut memo, &targets, &rows, Fit::SCALES_AND_OVERHEAD).unwrap();
+    assert_eq!(f.corrections.kv_pool_scale, 1.0, "{f:?}");
+    assert_eq!(f.corrections, g.corrections);
+    assert_eq!(f.objective, g.objective);
+}
+
+#[test]
+fn the_kv_lattice_is_a_power_of_two_per_four_steps() {
+    assert_eq!(kv_scale(0), 1.0);
+    assert_eq!(kv_scale(-8), 0.25);
+    assert_eq!(kv_scale(4), 2.0);
+    assert_eq!(kv_scale(KV_RANGE.0), 0.125);
+    assert_eq!(kv_scale(KV_RANGE.1), 4.0);
 }
