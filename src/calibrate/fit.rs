@@ -32,6 +32,11 @@
 //! pattern search over their eight neighbours (moving one at a time stalls on the objective's
 //! kinks); it scales with the passes too.
 //!
+//! The KV pool's size, when asked ([`Fit::kv_pool`]), is a factor on its block count: it moves
+//! the point where a server stops admitting and queues, which no time scale can, and leaves
+//! runs scale-invariant. It is searched on a lattice at the best ratio, alternating with the
+//! ratio, and kept only for a clear gain ([`Search::search_kv`]).
+//!
 //! Objective: mean |TTFT error| + mean |TPOT error| over the rows, errors relative to the
 //! measured value. Grid points sit on a fixed dyadic lattice of log₂ r, so folds of a
 //! cross-validation share most simulations through the memo ([`Memo`]); a fold's fit still
