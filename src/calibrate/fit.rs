@@ -35,7 +35,7 @@
 //! The KV pool's size, when asked ([`Fit::kv_pool`]), is a factor on its block count: it moves
 //! the point where a server stops admitting and queues, which no time scale can, and leaves
 //! runs scale-invariant. It is searched on a lattice at the best ratio, alternating with the
-//! ratio, and kept only for a clear gain ([`Search::search_kv`]).
+//! ratio, and kept only for a clear gain (`Search::search_kv`).
 //!
 //! Objective: mean |TTFT error| + mean |TPOT error| over the rows, errors relative to the
 //! measured value. Grid points sit on a fixed dyadic lattice of log₂ r, so folds of a
