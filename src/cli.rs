@@ -108,7 +108,8 @@ pub struct CalibrateArgs {
     pub fit_decode_overhead: bool,
     /// Also fit the KV pool's size (kv_pool_scale: a factor on its block count, from 1/8 to 4)
     /// where the measured servers queued or preempted earlier or later than the memory model's
-    /// pool makes them; about 8 more simulations per row.
+    /// pool makes them; 7 more simulations of each row, up to 14 more per round where the factor
+    /// moves.
     #[arg(long)]
     pub fit_kv_pool: bool,
     /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:

@@ -171,7 +171,7 @@ pub struct Corrections {
     /// Multiplies the KV pool's block count (`kv_pool_scale`), on top of the pool's own: the
     /// servers held more (> 1) or fewer (< 1) tokens than the memory model gives. Written only
     /// when fitted.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[serde(default = "one", skip_serializing_if = "crate::config::is_unit")]
     pub kv_pool_scale: f64,
 }
 
@@ -181,10 +181,6 @@ fn is_zero(x: &f64) -> bool {
 
 fn one() -> f64 {
     1.0
-}
-
-fn is_one(x: &f64) -> bool {
-    *x == 1.0
 }
 
 impl Corrections {
@@ -305,7 +301,7 @@ pub struct FamilyCalibration {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decode_pass_overhead_ms: f64,
     /// Multiplies the KV pool's block count (absent when not fitted: 1).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[serde(default = "one", skip_serializing_if = "crate::config::is_unit")]
     pub kv_pool_scale: f64,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]

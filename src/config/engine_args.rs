@@ -179,6 +179,24 @@ impl ParsedEngineArgs {
     }
 }
 
+/// One of dynosim's scale keys (`decode_time_scale`, `kv_pool_scale`): absent, or a number in
+/// (0, `max`] that multiplies `what` (null, 0, a negative or a non-number refused).
+fn positive_scale(
+    o: &JsonObject,
+    key: &str,
+    max: f64,
+    what: &str,
+) -> Result<Option<f64>, InputError> {
+    let x = o.non_null(key, o.float(key, 0.0, max)?)?;
+    if x == Some(0.0) {
+        return Err(o.error(
+            key,
+            format!("must be a number > 0 (it multiplies {what}; 1 = unscaled)"),
+        ));
+    }
+    Ok(x)
+}
+
 /// Parses JSON text given to `flag` (e.g. `--extra-engine-args`); nothing is loaded yet.
 pub fn parse_engine_args_str(json: &str, flag: &str) -> Result<ParsedEngineArgs, InputError> {
     parse_engine_args(&parse_json_text(json, flag)?, flag)
@@ -251,22 +269,10 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
     )? {
         a.decode_pass_overhead_ms = x;
     }
-    if let Some(x) = o.non_null("decode_time_scale", o.float("decode_time_scale", 0.0, 1e6)?)? {
-        if x == 0.0 {
-            return Err(o.error(
-                "decode_time_scale",
-                "must be a number > 0 (it multiplies every decode pass's time; 1 = unscaled)",
-            ));
-        }
+    if let Some(x) = positive_scale(&o, "decode_time_scale", 1e6, "every decode pass's time")? {
         a.decode_time_scale = x;
     }
-    if let Some(x) = o.non_null("kv_pool_scale", o.float("kv_pool_scale", 0.0, 1e3)?)? {
-        if x == 0.0 {
-            return Err(o.error(
-                "kv_pool_scale",
-                "must be a number > 0 (it multiplies the KV pool's block count; 1 = unscaled)",
-            ));
-        }
+    if let Some(x) = positive_scale(&o, "kv_pool_scale", 1e3, "the KV pool's block count")? {
         a.kv_pool_scale = x;
     }
     if let Some(n) = o.non_null(

@@ -264,7 +264,7 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-fn is_unit(x: &f64) -> bool {
+pub(crate) fn is_unit(x: &f64) -> bool {
     *x == 1.0
 }
 
