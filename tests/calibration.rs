@@ -762,6 +762,30 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
         kv.options
     );
     assert!(stdout.contains("kv pool"), "{stdout}");
+    // It cross-validates better than the fit without one, which is the plain run's fit.
+    let check = f.fit.as_ref().unwrap().kv_pool_check.unwrap();
+    assert!(check.kept, "{check:?}");
+    let plain_cv = plain.families[0]
+        .fit
+        .as_ref()
+        .unwrap()
+        .cross_validated
+        .as_ref()
+        .unwrap()
+        .errors;
+    assert_eq!(check.without_factor, plain_cv);
+    assert!(
+        check.with_factor.ttft_mean_abs_pct + check.with_factor.tpot_mean_abs_pct
+            < plain_cv.ttft_mean_abs_pct + plain_cv.tpot_mean_abs_pct,
+        "{check:?}"
+    );
+    assert!(stdout.contains("KV pool factor kept"), "{stdout}");
+    assert!(plain.families[0]
+        .fit
+        .as_ref()
+        .unwrap()
+        .kv_pool_check
+        .is_none());
     let (a, b) = (
         f.fit.as_ref().unwrap().fitted,
         plain.families[0].fit.as_ref().unwrap().fitted,

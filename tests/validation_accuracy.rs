@@ -164,4 +164,39 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
         "dynosim calibrate --per-parallelism --fit-kv-pool",
         &figures,
     );
+
+    // A KV pool factor stays only where it cross-validates better than the fit without one:
+    // H100's TP 2 shape keeps ½ (each of its folds holds a row that queued), while the H100
+    // entry over all shapes, where one fold of three holds such rows, drops it and keeps the
+    // fit without, whose held-out errors it reports.
+    let h100 = |parallelism: serde_json::Value| {
+        c["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["system"] == "h100_sxm" && f["parallelism"] == parallelism)
+            .unwrap_or_else(|| panic!("no H100 entry {parallelism}"))
+            .clone()
+    };
+    let tp2 = h100(serde_json::json!("tp2"));
+    assert_eq!(tp2["kv_pool_scale"], 0.5, "{tp2}");
+    assert_eq!(tp2["fit"]["kv_pool_check"]["kept"], true, "{tp2}");
+    assert_eq!(
+        tp2["fit"]["kv_pool_check"]["with_factor"], tp2["fit"]["cross_validated"]["errors"],
+        "{tp2}"
+    );
+    let all = h100(serde_json::Value::Null);
+    assert!(all.get("kv_pool_scale").is_none(), "{all}");
+    let check_all = &all["fit"]["kv_pool_check"];
+    assert_eq!(check_all["kept"], false, "{all}");
+    assert_eq!(
+        check_all["without_factor"], all["fit"]["cross_validated"]["errors"],
+        "{all}"
+    );
+    let held_out =
+        |e: &serde_json::Value| figure(e, "ttft_mean_abs_pct") + figure(e, "tpot_mean_abs_pct");
+    assert!(
+        held_out(&check_all["without_factor"]) <= held_out(&check_all["with_factor"]),
+        "{all}"
+    );
 }

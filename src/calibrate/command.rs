@@ -10,7 +10,9 @@
 use super::fit::{
     cross_validate, fit, summarize, unmatched, Fit, Memo, Prediction, Scheme, Target, UNMATCHED_PCT,
 };
-use super::{CalibrationFile, Corrections, Family, FamilyCalibration, FitRecord};
+use super::{
+    CalibrationFile, Corrections, ErrorSummary, Family, FamilyCalibration, FitRecord, KvPoolCheck,
+};
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
 use crate::validate::calibration::{aic_family, correction_keys, parallelism_of, quantisation_of};
@@ -267,11 +269,6 @@ fn calibrate_family(
         decode_overhead: args.fit_decode_overhead,
         kv_pool: args.fit_kv_pool,
     };
-    let fitted = fit(&mut memo, &targets, &all, what)?;
-    let fitted_preds = memo.predict(&all, fitted.corrections);
-    let in_sample = summarize(&targets, &all, &fitted_preds);
-    let ids: Vec<String> = rows.iter().map(|&i| points[i].id.clone()).collect();
-    let unmatched_rows = unmatched(&ids, &targets, &all, &fitted_preds, MAX_UNMATCHED);
 
     // Cross-validation runs over the rows that simulate; a failed row has nothing to hold out.
     let mut order: Vec<usize> = all
@@ -299,7 +296,44 @@ fn calibrate_family(
             FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
         }
     };
-    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
+    let mut fitted = fit(&mut memo, &targets, &all, what)?;
+    let mut cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
+    // A KV pool factor fitted anywhere (on all the rows or in a fold) must cross-validate better
+    // than the fit without one, or the entry is that fit.
+    let mut kv_pool_check = None;
+    let moved = |c: &Corrections| c.kv_pool_scale != 1.0;
+    let with_factor = cross_validated
+        .as_ref()
+        .filter(|cv| {
+            what.kv_pool && (moved(&fitted.corrections) || cv.fold_corrections.iter().any(moved))
+        })
+        .map(|cv| cv.errors);
+    if let Some(with_factor) = with_factor {
+        let plain = Fit {
+            kv_pool: false,
+            ..what
+        };
+        let held_out = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+        if let (Some(fitted0), Some(cv0)) = (
+            fit(&mut memo, &targets, &all, plain),
+            cross_validate(&mut memo, &targets, &order, scheme, plain),
+        ) {
+            let kept = held_out(&with_factor) < held_out(&cv0.errors);
+            kv_pool_check = Some(KvPoolCheck {
+                kept,
+                with_factor,
+                without_factor: cv0.errors,
+            });
+            if !kept {
+                fitted = fitted0;
+                cross_validated = Some(cv0);
+            }
+        }
+    }
+    let fitted_preds = memo.predict(&all, fitted.corrections);
+    let in_sample = summarize(&targets, &all, &fitted_preds);
+    let ids: Vec<String> = rows.iter().map(|&i| points[i].id.clone()).collect();
+    let unmatched_rows = unmatched(&ids, &targets, &all, &fitted_preds, MAX_UNMATCHED);
     let failed: Vec<String> = all
         .iter()
         .filter_map(|&l| {
@@ -317,6 +351,7 @@ fn calibrate_family(
         cross_validated,
         simulations: memo.simulations,
         unmatched_rows,
+        kv_pool_check,
     };
     Some(FamilyCalibration::new(
         family.clone(),
@@ -434,6 +469,14 @@ pub fn render(file: &CalibrationFile) -> String {
             out.push_str(&format!(
                 "  fitted, still over {UNMATCHED_PCT:.0}% off (worst first): {}\n",
                 rows.join(", ")
+            ));
+        }
+        if let Some(k) = &fit.kv_pool_check {
+            out.push_str(&format!(
+                "  KV pool factor {}: cross-validated {} with it, {} without\n",
+                if k.kept { "kept" } else { "dropped" },
+                pair(&k.with_factor),
+                pair(&k.without_factor)
             ));
         }
         let last_of_family = file

@@ -258,6 +258,27 @@ pub struct FitRecord {
     /// fit and its errors.
     #[serde(default)]
     pub unmatched_rows: Vec<fit::UnmatchedRow>,
+    /// With `--fit-kv-pool`, where a KV pool factor other than 1 was fitted (on all the rows or
+    /// in a fold): the cross-validated errors with and without the factor, and which one the
+    /// entry keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_pool_check: Option<KvPoolCheck>,
+}
+
+/// A fitted KV pool factor against the fit without one, both cross-validated the same way.
+/// The factor is kept only when its held-out objective (mean |TTFT error| + mean |TPOT error|)
+/// is lower: a factor fitted on a few rows places a queueing threshold from a few points, and
+/// where the measurements are inconsistent it misplaces every row it did not see.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvPoolCheck {
+    /// Whether the entry keeps the factor (its corrections and figures are then the fit with
+    /// it; otherwise the fit without it).
+    pub kept: bool,
+    /// The cross-validated errors with the factor fitted.
+    pub with_factor: ErrorSummary,
+    /// The cross-validated errors of the fit without one.
+    pub without_factor: ErrorSummary,
 }
 
 /// The cross-validation of one family's fit.

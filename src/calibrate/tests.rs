@@ -49,6 +49,11 @@ fn sample() -> CalibrationFile {
                 ttft_error_pct: -64.4,
                 tpot_error_pct: 12.0,
             }],
+            kv_pool_check: Some(super::KvPoolCheck {
+                kept: false,
+                with_factor: summary,
+                without_factor: summary,
+            }),
         }),
     ));
     f
