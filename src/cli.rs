@@ -108,8 +108,9 @@ pub struct CalibrateArgs {
     pub fit_decode_overhead: bool,
     /// Also fit the KV pool's size (kv_pool_scale: a factor on its block count, from 1/8 to 4)
     /// where the measured servers queued or preempted earlier or later than the memory model's
-    /// pool makes them; 7 more simulations of each row, up to 14 more per round where the factor
-    /// moves.
+    /// pool makes them; kept only where it cross-validates better than the fit without one. 7
+    /// more simulations of each row, up to 14 more per round where the factor moves, and a fit
+    /// without it to compare.
     #[arg(long)]
     pub fit_kv_pool: bool,
     /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:
