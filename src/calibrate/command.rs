@@ -299,9 +299,10 @@ fn calibrate_family(
     let mut fitted = fit(&mut memo, &targets, &all, what)?;
     let mut cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
     // A KV pool factor fitted anywhere (on all the rows or in a fold) must cross-validate better
-    // than the fit without one, or the entry is that fit.
+    // than the fit without one, or the entry is that fit. Only the cross-validation without it
+    // is needed to decide; the fit on all the rows without it only where the factor goes.
     let mut kv_pool_check = None;
-    let moved = |c: &Corrections| c.kv_pool_scale != 1.0;
+    let moved = |c: &Corrections| !crate::config::is_unit(&c.kv_pool_scale);
     let with_factor = cross_validated
         .as_ref()
         .filter(|cv| {
@@ -314,20 +315,24 @@ fn calibrate_family(
             ..what
         };
         let held_out = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
-        if let (Some(fitted0), Some(cv0)) = (
-            fit(&mut memo, &targets, &all, plain),
-            cross_validate(&mut memo, &targets, &order, scheme, plain),
-        ) {
-            let kept = held_out(&with_factor) < held_out(&cv0.errors);
+        if let Some(cv0) = cross_validate(&mut memo, &targets, &order, scheme, plain) {
+            let without_factor = cv0.errors;
+            let mut kept = held_out(&with_factor) < held_out(&without_factor);
+            if !kept {
+                match fit(&mut memo, &targets, &all, plain) {
+                    Some(fitted0) => {
+                        fitted = fitted0;
+                        cross_validated = Some(cv0);
+                    }
+                    // No fit without the factor to fall back on: the entry keeps it.
+                    None => kept = true,
+                }
+            }
             kv_pool_check = Some(KvPoolCheck {
                 kept,
                 with_factor,
-                without_factor: cv0.errors,
+                without_factor,
             });
-            if !kept {
-                fitted = fitted0;
-                cross_validated = Some(cv0);
-            }
         }
     }
     let fitted_preds = memo.predict(&all, fitted.corrections);
