@@ -210,10 +210,10 @@ pub struct MeasuredOptions {
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
     /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's
     /// scheduler receive interval, prefill budgets and memory fraction for DeepSeek-R1 and
-    /// Qwen3.5, and one wave of C prompts for Qwen3.5 on B300; inferencex-mtp = the same, with
-    /// TRT-LLM DeepSeek-R1 rows run as InferenceX's MTP scripts ran them (multi-token
-    /// prediction, their batch size and token budget); none = the engines' defaults and
-    /// --prompts-per-concurrency everywhere).
+    /// Qwen3.5, and one wave of C prompts for Qwen3.5 on B300 in the runs the table marks
+    /// work in progress, wip=True; inferencex-mtp = the same, with TRT-LLM DeepSeek-R1 rows
+    /// run as InferenceX's MTP scripts ran them (multi-token prediction, their batch size and
+    /// token budget); none = the engines' defaults and --prompts-per-concurrency everywhere).
     #[arg(
         long,
         alias = "batch-wait",

@@ -173,7 +173,8 @@ pub enum LaunchSettings {
     ///   `--mem-fraction-static`, `--chunked-prefill-size`, `--max-prefill-tokens` and
     ///   `--scheduler-recv-interval` (`SglangServer`; their `--max-running-requests` is left
     ///   at the concurrency, which the measured rows above it show no cap at); and for
-    ///   Qwen3.5 on B300 their client's `--num-prompts $CONC`, one wave of C prompts;
+    ///   Qwen3.5 on B300 their client's `--num-prompts $CONC`, one wave of C prompts, in the
+    ///   runs the table marks work in progress (`wip=True`);
     ///
     /// every other row with the engines' defaults.
     #[default]
@@ -259,10 +260,15 @@ impl LaunchSettings {
 
     /// The benchmark's prompts per unit of concurrency where a script sent other than
     /// `--num-prompts 10×C` (`None`: `--prompts-per-concurrency`): InferenceX's Qwen3.5 scripts
-    /// for B300 (`qwen3.5_*_b300.sh`) send `--num-prompts $CONC`, one wave of C prompts.
+    /// for B300 (`qwen3.5_*_b300.sh`) send `--num-prompts $CONC`, one wave of C prompts, in the
+    /// work-in-progress runs the table marks `wip=True` (measured 2026-04-03). The database's
+    /// runs of the same script (2026-04-17 and 18) measured the same deployments with TTFTs of
+    /// ten waves (1,024 + 1,024 tokens at concurrency 256: 0.66 s, where the `wip` run
+    /// measured 2.39 s), so they keep `--prompts-per-concurrency`.
     fn prompts_per_concurrency(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u32> {
         let qwen = t.script_model.contains("qwen3.5");
-        (self.inferencex() && p.backend == "sglang" && qwen && p.system == "b300_sxm").then_some(1)
+        (self.inferencex() && p.backend == "sglang" && qwen && p.system == "b300_sxm" && t.wip)
+            .then_some(1)
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).

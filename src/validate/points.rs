@@ -173,6 +173,9 @@ pub struct TableDeployment {
     /// except that the InferenceX database names its DeepSeek-R1 runs (the `dsr1_*` scripts)
     /// `deepseek-ai/DeepSeek-V3`.
     pub script_model: String,
+    /// The row's source marks it a work-in-progress run of its script (`wip=True` in
+    /// `silicon_data_source`), whose client may differ from the released runs'.
+    pub wip: bool,
 }
 
 /// `dynosim run`'s deployment flags, as given to `dynosim validate`.
@@ -457,6 +460,7 @@ impl Row<'_> {
             Some(why) => Deployment::Unsupported(why),
             None => Deployment::Table(TableDeployment {
                 script_model: script_model(&self.text("model_path"), inferencex),
+                wip: source.split(';').any(|part| part.trim() == "wip=True"),
                 precision: self.text("precision"),
                 gemm_quant: self.text("gemm_quant_mode"),
                 moe_quant: self.text("moe_quant_mode"),

@@ -615,30 +615,39 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     let e = engine(&b300_bf16, &defaults);
     assert_eq!(e["sglang"]["scheduler_recv_interval"], 30);
     assert!(e.get("aic_kv_cache_dtype").is_none());
-    // The B300 scripts' client sends `--num-prompts $CONC`: one wave of 16 requests; the B200
-    // rows keep 10 × 16, and so do B300 rows under `--launch-settings none`.
+    // The B300 scripts' client in the runs marked work in progress sends `--num-prompts
+    // $CONC`: one wave of 16 requests; the released B300 runs (the database's, no `wip=True`)
+    // and the B200 rows keep 10 × 16, and so do `wip` rows under `--launch-settings none`.
+    let b300_wip = b300.replacen(
+        "silicon_concurrency=16",
+        "silicon_concurrency=16; measured=2026-04-03T16:54:18Z; wip=True",
+        1,
+    );
+    assert_ne!(b300_wip, b300);
     let requests = |row: &str, opts: &Options| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         recipe(&pts[0], opts, Some(&aic)).unwrap().0.request_count
     };
-    assert_eq!(requests(&b300, &defaults), 16);
+    assert_eq!(requests(&b300_wip, &defaults), 16);
+    assert_eq!(requests(&b300, &defaults), 160);
     assert_eq!(requests(&qwen, &defaults), 160);
     let no_launch = Options {
         launch: LaunchSettings::None,
         ..Options::default()
     };
-    assert_eq!(requests(&b300, &no_launch), 160);
+    assert_eq!(requests(&b300_wip, &no_launch), 160);
     // The one wave is noted for the row's `notes`; the ten waves asked for are not.
     let notes = |row: &str, opts: &Options| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         recipe(&pts[0], opts, Some(&aic)).unwrap().0.notes
     };
     assert_eq!(
-        notes(&b300, &defaults),
+        notes(&b300_wip, &defaults),
         ["1 prompt per unit of concurrency, as its launch script's client sent"]
     );
+    assert!(notes(&b300, &defaults).is_empty());
     assert!(notes(&qwen, &defaults).is_empty());
-    assert!(notes(&b300, &no_launch).is_empty());
+    assert!(notes(&b300_wip, &no_launch).is_empty());
     // H200: no receive interval, 16384-token chunks, and the model's KV dtype (AIC 0.12.0 has
     // no FP8-KV context attention for Qwen3.5 on H200 SGLang).
     let e = engine(&qwen.replacen(",b200_sxm,", ",h200_sxm,", 1), &defaults);
