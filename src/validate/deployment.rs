@@ -407,13 +407,52 @@ pub const VLLM_DISPATCH_MS_PER_LAYER: f64 = 0.8;
 /// AIC systems without FP4 tensor cores (Hopper, Ampere, Ada).
 const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
 
+/// The AIC quant mode a row's GEMM or MoE label ran as (`None`: the model's default in AIC),
+/// given the quantisation its bundled config declares for the checkpoint (`checkpoint`:
+/// `mxfp4`, `fp8_block`, …):
+/// * an FP4 label ran the checkpoint's own 4-bit format (the model's default) where the GPU
+///   has no FP4 tensor cores for NVFP4, or where the checkpoint is MXFP4 (gpt-oss: the table
+///   labels its rows `nvfp4` on every GPU, and AIC times its MoE in the checkpoint's format);
+///   TRT-LLM runs an MXFP4 MoE on Blackwell with MXFP8 activations (its gpt-oss support
+///   matrix: BF16 activations on Hopper, MXFP8 on Blackwell), `w4a8_mxfp4_mxfp8`;
+/// * on TRT-LLM and SGLang, an `fp8` label on a checkpoint quantised in 128 × 128 blocks
+///   (DeepSeek-R1) ran those blocks: `fp8_block` (the table labels that checkpoint's MoE `fp8`
+///   on TRT-LLM rows and `fp8_block` on SGLang's, and its GEMMs `fp8` on both). vLLM rows keep
+///   their label: AIC's vLLM data for block-FP8 MoE put B200 MiniMax-M2.5's TPOT at twice the
+///   measured one (mean absolute error 102 % against 16 % with the label, 2026-12-04);
+/// * an empty label is the model's default; any other label is taken as given.
+fn checkpoint_quant(
+    label: &str,
+    moe: bool,
+    backend: &str,
+    checkpoint: Option<&str>,
+    pre_blackwell: bool,
+) -> Option<String> {
+    let mxfp4 = checkpoint == Some("mxfp4");
+    if moe && mxfp4 && label.contains("fp4") && backend == "trtllm" && !pre_blackwell {
+        return Some("w4a8_mxfp4_mxfp8".into());
+    }
+    if label.is_empty() || (label.contains("fp4") && (pre_blackwell || mxfp4)) {
+        return None;
+    }
+    if label == "fp8" && checkpoint == Some("fp8_block") && backend != "vllm" {
+        return Some("fp8_block".into());
+    }
+    Some(label.to_string())
+}
+
 /// What the installed AIConfigurator has: perf databases by system and backend, bundled models.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AicCatalog {
     pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// AIC's default version per system and backend (its `current` slot), where it says.
+    pub defaults: BTreeMap<String, BTreeMap<String, String>>,
     pub models: Vec<String>,
     /// Layer count of each bundled model config (AIC's parser), where it says.
     pub layers: BTreeMap<String, u32>,
+    /// The quantisation each bundled config declares for its checkpoint (`mxfp4`,
+    /// `fp8_block`), where it declares one.
+    pub checkpoint_quant: BTreeMap<String, String>,
 }
 
 impl AicCatalog {
@@ -422,8 +461,10 @@ impl AicCatalog {
         let c = crate::timing::aic::catalog()?;
         Ok(AicCatalog {
             databases: c.databases,
+            defaults: c.defaults,
             models: c.models,
             layers: c.layers,
+            checkpoint_quant: c.checkpoint_quant,
         })
     }
 
@@ -447,8 +488,13 @@ impl AicCatalog {
     }
 
     /// The installed perf-data version for a row's backend version: the same when installed,
-    /// else the nearest by its numbers (`0.19.0` -> `0.24.0`), the newest when the row's has
-    /// none (empty, `nightly-dev`). `Err`: the system or backend has no perf data.
+    /// else the nearest by its numbers (`0.19.0` -> `0.24.0`), AIC's default when the row's has
+    /// none (empty, `nightly-dev`) or two are as near (TRT-LLM `1.1.0rc2` is as far from
+    /// `1.3.0rc20` as from `1.3.0rc23`). AIC's default is its `current` collection (TRT-LLM
+    /// 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14 in 0.12.0), the version AIConfigurator itself
+    /// queries when given none; the newer `next` (1.3.0rc23, 0.27.0, 0.5.16) is a development
+    /// drop for new models whose own tables (TRT-LLM's MoE on H200) hold those models' shapes
+    /// only. Without a default, the newest. `Err`: the system or backend has no perf data.
     pub fn version_for(
         &self,
         system: &str,
@@ -472,24 +518,34 @@ impl AicCatalog {
         if installed.iter().any(|v| v == version) {
             return Ok(version.to_string());
         }
-        let newest = || {
-            installed
-                .iter()
-                .max_by_key(|v| (version_number(v).unwrap_or(0), v.to_string()))
-                .cloned()
-                .unwrap_or_default()
-        };
+        let default = self
+            .defaults
+            .get(system)
+            .and_then(|b| b.get(backend))
+            .filter(|d| installed.contains(d))
+            .cloned()
+            .or_else(|| {
+                installed
+                    .iter()
+                    .max_by_key(|v| (version_number(v).unwrap_or(0), v.to_string()))
+                    .cloned()
+            })
+            .unwrap_or_default();
         let Some(wanted) = version_number(version) else {
-            return Ok(newest());
+            return Ok(default);
         };
         Ok(installed
             .iter()
             .min_by_key(|v| {
                 let n = version_number(v).unwrap_or(0);
-                (n.abs_diff(wanted), std::cmp::Reverse((n, v.to_string())))
+                (
+                    n.abs_diff(wanted),
+                    **v != default,
+                    std::cmp::Reverse((n, v.to_string())),
+                )
             })
             .cloned()
-            .unwrap_or_else(newest))
+            .unwrap_or(default))
     }
 }
 
@@ -833,14 +889,24 @@ fn from_table(
     let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
     r.notes.extend(t.notes.iter().cloned());
     let kv = opts.kv_cache_dtype.for_row(p, t);
-    // NVFP4 needs Blackwell's FP4 tensor cores: an FP4 row on an older GPU ran the checkpoint's
-    // own 4-bit format (gpt-oss's MXFP4 weights with BF16 activations), which is the model's
-    // default in AIC.
-    let fp4_without_tensor_cores = PRE_BLACKWELL.contains(&p.system.as_str());
-    let quant = |q: &str| -> Option<String> {
-        let dropped = q.is_empty() || (fp4_without_tensor_cores && q.contains("fp4"));
-        (!dropped).then(|| q.to_string())
-    };
+    // A row's quantisation label is read as the checkpoint ran it ([`checkpoint_quant`]).
+    let checkpoint = catalog.checkpoint_quant.get(&model).map(String::as_str);
+    let pre_blackwell = PRE_BLACKWELL.contains(&p.system.as_str());
+    let gemm_quant = checkpoint_quant(&t.gemm_quant, false, &p.backend, checkpoint, pre_blackwell);
+    let moe_quant = checkpoint_quant(&t.moe_quant, true, &p.backend, checkpoint, pre_blackwell);
+    let as_given =
+        |label: &str, read: &Option<String>| label.is_empty() || read.as_deref() == Some(label);
+    if !as_given(&t.gemm_quant, &gemm_quant) || !as_given(&t.moe_quant, &moe_quant) {
+        let read = |q: &Option<String>| q.clone().unwrap_or_else(|| "the model's default".into());
+        r.notes.push(format!(
+            "quantisation {}/{} read as the checkpoint ran it: GEMM {}, MoE {}{}",
+            t.gemm_quant,
+            t.moe_quant,
+            read(&gemm_quant),
+            read(&moe_quant),
+            checkpoint.map_or(String::new(), |c| format!(" (checkpoint {c})"))
+        ));
+    }
     let concurrency = p.workload.concurrency.unwrap_or(1);
     let dispatch = opts
         .dispatch_overhead
@@ -876,10 +942,10 @@ fn from_table(
         // A weight-only INT4 row ran a checkpoint whose INT4 covers its routed experts only
         // (Kimi-K2.5's compressed-tensors config leaves attention, shared experts, the dense
         // MLP and lm_head in BF16): the GEMMs are AIC's default for the checkpoint.
-        if let Some(q) = quant(&t.gemm_quant).filter(|q| q != "int4_wo") {
+        if let Some(q) = gemm_quant.as_ref().filter(|q| *q != "int4_wo") {
             set("aic_gemm_dtype", json!(q));
         }
-        if let Some(q) = quant(&t.moe_quant) {
+        if let Some(q) = &moe_quant {
             set("aic_moe_dtype", json!(q));
         }
         if let Some(kv) = kv {

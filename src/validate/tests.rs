@@ -18,8 +18,18 @@ fn catalog() -> AicCatalog {
     backends.insert("sglang".to_string(), versions(&["0.5.14", "0.5.16"]));
     let mut databases = BTreeMap::new();
     databases.insert("h200_sxm".to_string(), backends);
+    // AIC 0.12.0's `current` slots; the newer versions are its `next` development drops.
+    let defaults: BTreeMap<String, String> = [
+        ("vllm", "0.24.0"),
+        ("trtllm", "1.3.0rc20"),
+        ("sglang", "0.5.14"),
+    ]
+    .iter()
+    .map(|(b, v)| (b.to_string(), v.to_string()))
+    .collect();
     AicCatalog {
         databases,
+        defaults: [("h200_sxm".to_string(), defaults)].into_iter().collect(),
         models: [
             "meta-llama/Meta-Llama-3.1-70B",
             "meta-llama/Meta-Llama-3.1-8B",
@@ -39,6 +49,7 @@ fn catalog() -> AicCatalog {
         layers: [("meta-llama/Meta-Llama-3.1-70B".to_string(), 80)]
             .into_iter()
             .collect(),
+        checkpoint_quant: BTreeMap::new(),
     }
 }
 
@@ -81,10 +92,28 @@ fn versions_map_to_the_nearest_installed() {
     assert_eq!(v("vllm", "0.24.0").unwrap(), "0.24.0");
     assert_eq!(v("vllm", "0.19.0").unwrap(), "0.24.0");
     assert_eq!(v("vllm", "0.26.5").unwrap(), "0.27.0");
-    assert_eq!(v("vllm", "").unwrap(), "0.27.0");
-    assert_eq!(v("sglang", "nightly-dev").unwrap(), "0.5.16");
+    assert_eq!(v("vllm", "0.27.0").unwrap(), "0.27.0");
+    // No version, or two as near: AIC's default (its `current` collection), not the newer
+    // development drop.
+    assert_eq!(v("vllm", "").unwrap(), "0.24.0");
+    assert_eq!(v("sglang", "nightly-dev").unwrap(), "0.5.14");
     assert_eq!(v("sglang", "0.5.8.post1").unwrap(), "0.5.14");
-    assert_eq!(v("trtllm", "1.1.0rc2.post2").unwrap(), "1.3.0rc23");
+    assert_eq!(v("sglang", "0.5.17").unwrap(), "0.5.16");
+    assert_eq!(v("trtllm", "1.1.0rc2.post2").unwrap(), "1.3.0rc20");
+    assert_eq!(v("trtllm", "1.3.0rc23").unwrap(), "1.3.0rc23");
+    // Without a default, the newest.
+    let mut no_defaults = catalog();
+    no_defaults.defaults.clear();
+    assert_eq!(
+        no_defaults.version_for("h200_sxm", "vllm", "").unwrap(),
+        "0.27.0"
+    );
+    assert_eq!(
+        no_defaults
+            .version_for("h200_sxm", "trtllm", "1.1.0rc2.post2")
+            .unwrap(),
+        "1.3.0rc23"
+    );
     assert!(c
         .version_for("mi300x", "vllm", "0.24.0")
         .unwrap_err()
@@ -138,7 +167,7 @@ fn a_table_row_becomes_the_benchmark_run() {
     assert_eq!(p.measured_ttft_ms, Some(190.0));
     assert_eq!(p.origin, "t.csv:2");
     let (r, used) = recipe(p, &Options::default(), Some(&catalog())).unwrap();
-    assert_eq!(used, "0.27.0");
+    assert_eq!(used, "0.24.0");
     assert_eq!(r.request_count, 160);
     assert_eq!(r.replay_concurrency, Some(16));
     assert_eq!(r.random_range_ratio, 0.8);
@@ -856,4 +885,96 @@ fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
         Some(LaunchSettings::InferenceX)
     );
     assert_eq!(LaunchSettings::parse("on"), None);
+}
+
+#[test]
+fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
+    let mut aic = catalog();
+    let h200 = aic.databases["h200_sxm"].clone();
+    aic.databases.insert("b200_sxm".to_string(), h200);
+    aic.models.push("openai/gpt-oss-120b".to_string());
+    aic.models.push("deepseek-ai/DeepSeek-R1".to_string());
+    aic.checkpoint_quant
+        .insert("openai/gpt-oss-120b".to_string(), "mxfp4".to_string());
+    aic.checkpoint_quant.insert(
+        "deepseek-ai/DeepSeek-R1".to_string(),
+        "fp8_block".to_string(),
+    );
+    let run = |row: &str| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], &Options::default(), Some(&aic)).unwrap();
+        (r.extra_engine_args.unwrap(), r.notes)
+    };
+    // The table labels gpt-oss-120b's rows `nvfp4` on every GPU; its checkpoint is MXFP4, so
+    // on B200 as on H200 the row runs AIC's default for the model, and says so.
+    let oss = LLAMA
+        .replacen("meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b", 1)
+        .replacen(
+            ",h200_sxm,fp8,agg,1024,1024,fp8,fp8,",
+            ",b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,",
+            1,
+        );
+    assert!(oss.contains("b200_sxm,fp4"));
+    for row in [oss.clone(), oss.replacen(",b200_sxm,", ",h200_sxm,", 1)] {
+        let (e, notes) = run(&row);
+        assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
+        assert!(e.get("aic_moe_dtype").is_none(), "{e}");
+        assert_eq!(
+            notes,
+            ["quantisation nvfp4/nvfp4 read as the checkpoint ran it: GEMM the model's default, \
+              MoE the model's default (checkpoint mxfp4)"]
+        );
+    }
+    // TRT-LLM runs the MXFP4 MoE with MXFP8 activations on Blackwell, BF16 ones on Hopper.
+    let trt_oss = oss.replacen(",vllm,", ",trtllm,", 1);
+    let (e, notes) = run(&trt_oss);
+    assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
+    assert_eq!(e["aic_moe_dtype"], "w4a8_mxfp4_mxfp8");
+    assert_eq!(
+        notes,
+        [
+            "quantisation nvfp4/nvfp4 read as the checkpoint ran it: GEMM the model's default, \
+          MoE w4a8_mxfp4_mxfp8 (checkpoint mxfp4)"
+        ]
+    );
+    let (e, _) = run(&trt_oss.replacen(",b200_sxm,", ",h200_sxm,", 1));
+    assert!(e.get("aic_moe_dtype").is_none(), "{e}");
+    // An NVFP4 row of a checkpoint that is not MXFP4 keeps its label on Blackwell.
+    let dsr1 = oss.replacen("openai/gpt-oss-120b", "deepseek-ai/DeepSeek-R1", 1);
+    let (e, notes) = run(&dsr1);
+    assert_eq!(e["aic_gemm_dtype"], "nvfp4");
+    assert_eq!(e["aic_moe_dtype"], "nvfp4");
+    assert!(notes.is_empty(), "{notes:?}");
+    // On SGLang and TRT-LLM an `fp8` label on DeepSeek-R1's checkpoint, FP8 in 128 x 128
+    // blocks, ran those blocks; an `fp8_block` label is as given. vLLM rows keep the label.
+    let fp8 = dsr1.replacen(
+        ",fp4,agg,1024,1024,nvfp4,nvfp4,",
+        ",fp8,agg,1024,1024,fp8,fp8_block,",
+        1,
+    );
+    assert_ne!(fp8, dsr1);
+    let (e, notes) = run(&fp8.replacen(",vllm,", ",sglang,", 1));
+    assert_eq!(e["aic_gemm_dtype"], "fp8_block");
+    assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    assert_eq!(
+        notes,
+        [
+            "quantisation fp8/fp8_block read as the checkpoint ran it: GEMM fp8_block, MoE \
+          fp8_block (checkpoint fp8_block)"
+        ]
+    );
+    let trt = fp8
+        .replacen(",vllm,", ",trtllm,", 1)
+        .replacen(",fp8,fp8_block,", ",fp8,fp8,", 1);
+    let (e, _) = run(&trt);
+    assert_eq!(e["aic_gemm_dtype"], "fp8_block");
+    assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    let (e, notes) = run(&fp8);
+    assert_eq!(e["aic_gemm_dtype"], "fp8");
+    assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    assert!(notes.is_empty(), "{notes:?}");
+    // Llama's bundled config declares no quantisation: its `fp8` rows are as given.
+    let (e, notes) = run(LLAMA);
+    assert_eq!(e["aic_gemm_dtype"], "fp8");
+    assert!(notes.is_empty(), "{notes:?}");
 }

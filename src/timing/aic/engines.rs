@@ -611,10 +611,20 @@ pub struct Catalog {
     pub schema: u32,
     pub systems_root: String,
     pub databases: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// AIC's default version per system and backend, what it queries when asked for none
+    /// (0.12.0's `current` slot: its newest complete collection, not the `next` development
+    /// drop).
+    #[serde(default)]
+    pub defaults: BTreeMap<String, BTreeMap<String, String>>,
     pub models: Vec<String>,
     /// Layer count of each bundled model config, where AIC's parser (or the config) says.
     #[serde(default)]
     pub layers: BTreeMap<String, u32>,
+    /// The quantisation each bundled config declares for its checkpoint
+    /// (`quantization_config.quant_method`: `mxfp4` for gpt-oss; `fp8_block` for FP8 in weight
+    /// blocks), where it declares one.
+    #[serde(default)]
+    pub checkpoint_quant: BTreeMap<String, String>,
 }
 
 pub fn catalog() -> Result<Catalog, InputError> {

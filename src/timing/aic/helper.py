@@ -96,14 +96,22 @@ def bundled_models():
     return names
 
 
-def model_layers(name):
-    """The layer count AIC's model parser gives a bundled config (what its vLLM backend's
-    dispatch overhead counts), else the config's own num_hidden_layers; None if neither says."""
+def bundled_config(name):
+    """A bundled model's config.json as a dict, or None."""
     path = os.path.join(MODEL_CONFIGS, name.replace("/", "--", 1) + "_config.json")
     try:
         with open(path) as f:
             raw = json.load(f)
     except Exception:
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def model_layers(name):
+    """The layer count AIC's model parser gives a bundled config (what its vLLM backend's
+    dispatch overhead counts), else the config's own num_hidden_layers; None if neither says."""
+    raw = bundled_config(name)
+    if raw is None:
         return None
     try:
         from aiconfigurator_core.sdk.utils import _parse_hf_config_json
@@ -120,9 +128,43 @@ def model_layers(name):
     return None
 
 
+def model_quant_method(name):
+    """The quantisation a bundled config declares for its checkpoint: its
+    `quantization_config.quant_method` (`mxfp4` for gpt-oss), `fp8_block` for FP8 in weight
+    blocks (DeepSeek-R1's 128 x 128), or None."""
+    raw = bundled_config(name)
+    if raw is None:
+        return None
+    for src in (raw, raw.get("text_config") or {}):
+        q = src.get("quantization_config")
+        if isinstance(q, dict) and isinstance(q.get("quant_method"), str):
+            method = q["quant_method"].lower()
+            if method == "fp8" and q.get("weight_block_size"):
+                return "fp8_block"
+            return method
+    return None
+
+
 def databases(systems_path):
     paths = [systems_path] if systems_path else None
     return {s: dict(b) for s, b in sdk()[2].get_supported_databases(paths).items()}
+
+
+def default_versions(dbs, systems_path):
+    """AIC's default perf-data version per system and backend: what it queries when asked for
+    none (0.12.0's `current` slot, its newest maintainer-completed collection; `next`, a
+    development drop for new models, is never the implicit default)."""
+    paths = [systems_path] if systems_path else None
+    out = {}
+    for s, backends in dbs.items():
+        for b in backends:
+            try:
+                v = sdk()[2].get_latest_database_version(s, b, paths)
+            except Exception:
+                v = None
+            if isinstance(v, str) and v:
+                out.setdefault(s, {})[b] = v
+    return out
 
 
 def systems_root(systems_path):
@@ -319,7 +361,8 @@ def main():
     if cmd == "list":
         sp = os.environ.get("AICONFIGURATOR_SYSTEMS_PATH") or None
         models = bundled_models()
-        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": databases(sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}})
+        dbs = databases(sp)
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": dbs, "defaults": default_versions(dbs, sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}, "checkpoint_quant": {m: q for m in models if (q := model_quant_method(m))}})
     if cmd == "probe":
         answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "fingerprint": fingerprint()})
     if cmd == "compile":
