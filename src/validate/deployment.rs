@@ -889,8 +889,18 @@ fn from_table(
     let version = catalog.version_for(&p.system, &p.backend, &p.backend_version)?;
     r.notes.extend(t.notes.iter().cloned());
     let kv = opts.kv_cache_dtype.for_row(p, t);
-    // A row's quantisation label is read as the checkpoint ran it ([`checkpoint_quant`]).
-    let checkpoint = catalog.checkpoint_quant.get(&model).map(String::as_str);
+    // A row's quantisation label is read as the checkpoint ran it ([`checkpoint_quant`]): the
+    // bundled config's, or for FP8 weights on an unquantised config the bundled `-FP8`
+    // checkpoint of the same model (GLM-5's FP8 rows ran `zai-org/GLM-5-FP8`).
+    let checkpoint = catalog
+        .checkpoint_quant
+        .get(&model)
+        .or_else(|| {
+            (t.precision == "fp8")
+                .then(|| catalog.checkpoint_quant.get(&format!("{model}-FP8")))
+                .flatten()
+        })
+        .map(String::as_str);
     let pre_blackwell = PRE_BLACKWELL.contains(&p.system.as_str());
     let gemm_quant = checkpoint_quant(&t.gemm_quant, false, &p.backend, checkpoint, pre_blackwell);
     let moe_quant = checkpoint_quant(&t.moe_quant, true, &p.backend, checkpoint, pre_blackwell);

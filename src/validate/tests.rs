@@ -900,6 +900,8 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
         "deepseek-ai/DeepSeek-R1".to_string(),
         "fp8_block".to_string(),
     );
+    aic.checkpoint_quant
+        .insert("zai-org/GLM-5-FP8".to_string(), "fp8_block".to_string());
     let run = |row: &str| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         let (r, _) = recipe(&pts[0], &Options::default(), Some(&aic)).unwrap();
@@ -972,6 +974,25 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let (e, notes) = run(&fp8);
     assert_eq!(e["aic_gemm_dtype"], "fp8");
     assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    assert!(notes.is_empty(), "{notes:?}");
+    // GLM-5's bundled config is unquantised; its FP8 rows ran the bundled FP8 checkpoint,
+    // `zai-org/GLM-5-FP8`, in 128 x 128 blocks. Its NVFP4 rows keep their label.
+    let glm = fp8
+        .replacen("deepseek-ai/DeepSeek-R1", "zhipuai/GLM-5", 1)
+        .replacen(",vllm,", ",sglang,", 1);
+    let (e, notes) = run(&glm);
+    assert_eq!(e["aic_model_path"], "zai-org/GLM-5");
+    assert_eq!(e["aic_gemm_dtype"], "fp8_block");
+    assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let glm_fp4 = glm.replacen(
+        ",fp8,agg,1024,1024,fp8,fp8_block,",
+        ",fp4,agg,1024,1024,nvfp4,nvfp4,",
+        1,
+    );
+    assert_ne!(glm_fp4, glm);
+    let (e, notes) = run(&glm_fp4);
+    assert_eq!(e["aic_gemm_dtype"], "nvfp4");
     assert!(notes.is_empty(), "{notes:?}");
     // Llama's bundled config declares no quantisation: its `fp8` rows are as given.
     let (e, notes) = run(LLAMA);
