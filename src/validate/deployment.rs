@@ -175,6 +175,8 @@ pub enum LaunchSettings {
     ///   at the concurrency, which the measured rows above it show no cap at); and for
     ///   Qwen3.5 on B300 their client's `--num-prompts $CONC`, one wave of C prompts, in the
     ///   runs the table marks work in progress (`wip=True`);
+    /// * SGLang, GLM-5: its `glm5_fp8_*` scripts' memory fraction and prefill budgets, and on
+    ///   H200 its client's `$((CONC * 5))` prompts;
     ///
     /// every other row with the engines' defaults.
     #[default]
@@ -265,10 +267,22 @@ impl LaunchSettings {
     /// runs of the same script (2026-04-17 and 18) measured the same deployments with TTFTs of
     /// ten waves (1,024 + 1,024 tokens at concurrency 256: 0.66 s, where the `wip` run
     /// measured 2.39 s), so they keep `--prompts-per-concurrency`.
+    ///
+    /// `glm5_fp8_h200.sh` sends `$((CONC * 5))`. (`glm5_fp8_b300.sh` sends one wave as it is
+    /// stored today, but its 10 rows, all `wip=True`, measured ten waves' TTFTs: simulated as
+    /// one wave, 192 % long at the median, where ten waves give 19 % mean absolute error.)
     fn prompts_per_concurrency(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u32> {
-        let qwen = t.script_model.contains("qwen3.5");
-        (self.inferencex() && p.backend == "sglang" && qwen && p.system == "b300_sxm" && t.wip)
-            .then_some(1)
+        if !self.inferencex() || p.backend != "sglang" {
+            return None;
+        }
+        let model = &t.script_model;
+        if model.contains("qwen3.5") && p.system == "b300_sxm" && t.wip {
+            Some(1)
+        } else if model.contains("glm-5") && p.system == "h200_sxm" {
+            Some(5)
+        } else {
+            None
+        }
     }
 
     /// The `trtllm` object of a row's pool (`None`: no batch waiting or balancing).
@@ -333,6 +347,15 @@ impl LaunchSettings {
                 "b300_sxm" if fp8 => server(0.8, 16384, Some(16384), Some(10)),
                 "b300_sxm" if fp4 => server(0.8, 32768, Some(32768), Some(by_concurrency)),
                 "b200_sxm" | "b300_sxm" => server(0.82, 32768, Some(32768), Some(by_concurrency)),
+                _ => return None,
+            }
+        } else if model.contains("glm-5") {
+            match p.system.as_str() {
+                // `glm5_fp8_h200.sh` sets the memory fraction alone: the prefill budget stays
+                // validate's 8192 tokens.
+                "h200_sxm" => server(0.85, 8192, None, None),
+                // `glm5_fp8_b200.sh`, and `glm5_fp8_b300.sh`, which reuses it.
+                "b200_sxm" | "b300_sxm" => server(0.85, 32768, Some(32768), None),
                 _ => return None,
             }
         } else {

@@ -999,3 +999,54 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     assert_eq!(e["aic_gemm_dtype"], "fp8");
     assert!(notes.is_empty(), "{notes:?}");
 }
+
+#[test]
+fn glm5_rows_get_their_inferencex_scripts_settings() {
+    let mut aic = catalog();
+    let h200 = aic.databases["h200_sxm"].clone();
+    for system in ["b200_sxm", "b300_sxm"] {
+        aic.databases.insert(system.to_string(), h200.clone());
+    }
+    let recipe_of = |row: &str| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        recipe(&pts[0], &Options::default(), Some(&aic)).unwrap().0
+    };
+    let glm = LLAMA.replacen(",vllm,", ",sglang,", 1).replacen(
+        "meta-llama/Llama-3.1-70B",
+        "zhipuai/GLM-5",
+        1,
+    );
+    // H200 (glm5_fp8_h200.sh): 0.85 of the GPU, and 5 x C prompts.
+    let r = recipe_of(&glm);
+    let e = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(e["mem_fraction_static"], 0.85);
+    assert_eq!(e["sglang"]["chunked_prefill_size"], 8192);
+    assert!(e["sglang"].get("scheduler_recv_interval").is_none());
+    assert_eq!(r.request_count, 80);
+    // B200 (glm5_fp8_b200.sh) and B300 (glm5_fp8_b300.sh, the same server): 32768-token
+    // chunks and prefill budget, 10 x C prompts, also for the B300 rows marked work in progress.
+    for system in ["b200_sxm", "b300_sxm"] {
+        let row = glm
+            .replacen(",h200_sxm,", &format!(",{system},"), 1)
+            .replacen(
+                "silicon_concurrency=16",
+                "silicon_concurrency=16; wip=True",
+                1,
+            );
+        let r = recipe_of(&row);
+        let e = r.extra_engine_args.as_ref().unwrap();
+        assert_eq!(e["mem_fraction_static"], 0.85);
+        assert_eq!(e["sglang"]["chunked_prefill_size"], 32768);
+        assert_eq!(e["sglang"]["max_prefill_tokens"], 32768);
+        assert_eq!(r.request_count, 160, "{system}");
+    }
+    // Without the scripts, SGLang's defaults and 10 x C.
+    let pts = read_table(Path::new("t.csv"), &table(&[&glm])).unwrap();
+    let none = Options {
+        launch: LaunchSettings::None,
+        ..Options::default()
+    };
+    let (r, _) = recipe(&pts[0], &none, Some(&aic)).unwrap();
+    assert_eq!(r.request_count, 160);
+    assert!(r.extra_engine_args.unwrap().get("sglang").is_none());
+}
