@@ -375,6 +375,11 @@ fn aic_list_prints_the_installed_database() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("aiconfigurator-core 0.12.0"), "{text}");
     assert!(text.contains("h200_sxm  vllm  0.24.0"), "{text}");
+    // AIC's default version (its `current` slot), what `validate` takes for a row without one.
+    assert!(
+        text.contains("h200_sxm  trtllm  1.3.0rc20 1.3.0rc23  (default 1.3.0rc20)"),
+        "{text}"
+    );
     assert!(text.contains("Qwen/Qwen3-8B"), "{text}");
 }
 

@@ -678,7 +678,12 @@ impl std::fmt::Display for Catalog {
         )?;
         for (system, backends) in &self.databases {
             for (backend, versions) in backends {
-                writeln!(f, "{system}  {backend}  {}", versions.join(" "))?;
+                let default = self
+                    .defaults
+                    .get(system)
+                    .and_then(|b| b.get(backend))
+                    .map_or(String::new(), |d| format!("  (default {d})"));
+                writeln!(f, "{system}  {backend}  {}{default}", versions.join(" "))?;
             }
         }
         writeln!(
