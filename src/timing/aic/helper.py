@@ -153,13 +153,19 @@ def databases(systems_path):
 def default_versions(dbs, systems_path):
     """AIC's default perf-data version per system and backend: what it queries when asked for
     none (0.12.0's `current` slot, its newest maintainer-completed collection; `next`, a
-    development drop for new models, is never the implicit default)."""
+    development drop for new models, is never the implicit default). Read from the slots file
+    alone (`get_version_slots`): `get_latest_database_version` gives the same but rescans the
+    whole perf-data tree for each pair (9 s of `list`). A package without slots (0.11.0) has no
+    defaults, and dynosim takes the newest version, as that package's own default does."""
+    slots = getattr(sdk()[2], "get_version_slots", None)
+    if slots is None:
+        return {}
     paths = [systems_path] if systems_path else None
     out = {}
     for s, backends in dbs.items():
         for b in backends:
             try:
-                v = sdk()[2].get_latest_database_version(s, b, paths)
+                v = (slots(s, b, paths) or {}).get("current")
             except Exception:
                 v = None
             if isinstance(v, str) and v:
