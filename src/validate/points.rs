@@ -460,7 +460,7 @@ impl Row<'_> {
             Some(why) => Deployment::Unsupported(why),
             None => Deployment::Table(TableDeployment {
                 script_model: script_model(&self.text("model_path"), inferencex),
-                wip: source.split(';').any(|part| part.trim() == "wip=True"),
+                wip: source_field(&source, "wip") == Some("True"),
                 precision: self.text("precision"),
                 gemm_quant: self.text("gemm_quant_mode"),
                 moe_quant: self.text("moe_quant_mode"),
@@ -547,10 +547,16 @@ fn replicas(
 
 /// `silicon_concurrency=N` of the table's `silicon_data_source`, when it says.
 fn silicon_concurrency(source: &str) -> Option<u32> {
+    source_field(source, "silicon_concurrency").and_then(|v| v.parse().ok())
+}
+
+/// The value of `key=value` in the table's `silicon_data_source` (`; `-separated), trimmed.
+fn source_field<'a>(source: &'a str, key: &str) -> Option<&'a str> {
     source.split(';').find_map(|part| {
         part.trim()
-            .strip_prefix("silicon_concurrency=")
-            .and_then(|v| v.trim().parse().ok())
+            .strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix('='))
+            .map(str::trim)
     })
 }
 
