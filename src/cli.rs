@@ -170,8 +170,9 @@ pub struct ValidateArgs {
     pub options: MeasuredOptions,
     /// Table rows: the host's dispatch cost of each prefill pass (vllm-sglang =
     /// AIConfigurator's vLLM model, 0.8 ms per model layer, for vLLM and SGLang rows, none for
-    /// TRT-LLM; aic = AIConfigurator's model as it is, vLLM rows only; none = the engine's
-    /// passes alone, as DynoSim). Calibrated families drop it for their fitted corrections.
+    /// TRT-LLM; aic = AIConfigurator's model as it is, vLLM rows only; all = every row,
+    /// TRT-LLM's too; none = the engine's passes alone, as DynoSim). Calibrated families drop
+    /// it for their fitted corrections.
     #[arg(long, default_value = "vllm-sglang", value_name = "MODEL")]
     pub dispatch_overhead: String,
     /// Calibration file (written by `dynosim calibrate`): points of a family it holds are

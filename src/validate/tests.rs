@@ -564,6 +564,10 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         dispatch_overhead: DispatchOverhead::Aic,
         ..Options::default()
     };
+    let all = Options {
+        dispatch_overhead: DispatchOverhead::All,
+        ..Options::default()
+    };
     for (backend, by_default) in [("sglang", Some(64.0)), ("trtllm", None)] {
         let row = LLAMA.replacen(",vllm,", &format!(",{backend},"), 1);
         let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
@@ -576,6 +580,13 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
         let e = r.extra_engine_args.unwrap();
         assert!(e.get("prefill_pass_overhead_ms").is_none(), "{backend}");
+        // `all` charges every backend, TRT-LLM's included.
+        let (r, _) = recipe(&pts[0], &all, Some(&catalog())).unwrap();
+        assert_eq!(
+            r.extra_engine_args.unwrap()["prefill_pass_overhead_ms"],
+            64.0
+        );
+        assert!(r.modelled_dispatch, "{backend}");
     }
     let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
     assert_eq!(
@@ -585,6 +596,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
     for d in [
         DispatchOverhead::VllmSglang,
         DispatchOverhead::Aic,
+        DispatchOverhead::All,
         DispatchOverhead::None,
     ] {
         assert_eq!(DispatchOverhead::parse(d.name()), Some(d));
