@@ -437,6 +437,10 @@ pub const VLLM_DISPATCH_MS_PER_LAYER: f64 = 0.8;
 /// AIC systems without FP4 tensor cores (Hopper, Ampere, Ada).
 const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
 
+/// The rows (and columns) of the weight blocks of the block-FP8 checkpoints AIC bundles
+/// (`weight_block_size` [128, 128]), which AIC's MoE model also checks a rank's slice against.
+const FP8_WEIGHT_BLOCK: u32 = 128;
+
 /// The AIC quant mode a row's GEMM or MoE label ran as (`None`: the model's default in AIC),
 /// given the quantisation its bundled config declares for the checkpoint (`checkpoint`:
 /// `mxfp4`, `fp8_block`, …):
@@ -447,9 +451,14 @@ const PRE_BLACKWELL: &[&str] = &["h100_sxm", "h200_sxm", "a100_sxm", "l40s"];
 ///   matrix: BF16 activations on Hopper, MXFP8 on Blackwell), `w4a8_mxfp4_mxfp8`;
 /// * on TRT-LLM and SGLang, an `fp8` label on a checkpoint quantised in 128 × 128 blocks
 ///   (DeepSeek-R1) ran those blocks: `fp8_block` (the table labels that checkpoint's MoE `fp8`
-///   on TRT-LLM rows and `fp8_block` on SGLang's, and its GEMMs `fp8` on both). vLLM rows keep
-///   their label: AIC's vLLM data for block-FP8 MoE put B200 MiniMax-M2.5's TPOT at twice the
-///   measured one (mean absolute error 102 % against 16 % with the label, 2026-12-04);
+///   on TRT-LLM rows and `fp8_block` on SGLang's, and its GEMMs `fp8` on both);
+/// * on vLLM the same holds for the MoE where the blocks divide each rank's slice of the
+///   experts (`blocks_fit`; vLLM refuses the checkpoint otherwise, and so does AIC), while the
+///   GEMMs keep their `fp8` label: AIC's vLLM 0.24.0 collection timed block-FP8 GEMMs on a slow
+///   path (on B200 a 6144 × 3072 GEMM takes 0.17 ms at any batch, 20 × its BF16 time at one
+///   token), which put B200 MiniMax-M2.5's TPOT at twice the measured one, and timed H200's
+///   per-tensor FP8 MoE 3–4 × slower than BF16, which put H200 Qwen3-235B-A22B-FP8's TPOT at
+///   2.2 × the measured one (both 2026-12-04, [`checkpoint_quant`]'s notes in Validation);
 /// * an empty label is the model's default; any other label is taken as given.
 fn checkpoint_quant(
     label: &str,
@@ -457,6 +466,7 @@ fn checkpoint_quant(
     backend: &str,
     checkpoint: Option<&str>,
     pre_blackwell: bool,
+    blocks_fit: bool,
 ) -> Option<String> {
     let mxfp4 = checkpoint == Some("mxfp4");
     if moe && mxfp4 && label.contains("fp4") && backend == "trtllm" && !pre_blackwell {
@@ -465,7 +475,10 @@ fn checkpoint_quant(
     if label.is_empty() || (label.contains("fp4") && (pre_blackwell || mxfp4)) {
         return None;
     }
-    if label == "fp8" && checkpoint == Some("fp8_block") && backend != "vllm" {
+    if label == "fp8"
+        && checkpoint == Some("fp8_block")
+        && (backend != "vllm" || (moe && blocks_fit))
+    {
         return Some("fp8_block".into());
     }
     Some(label.to_string())
@@ -483,6 +496,8 @@ pub struct AicCatalog {
     /// The quantisation each bundled config declares for its checkpoint (`mxfp4`,
     /// `fp8_block`), where it declares one.
     pub checkpoint_quant: BTreeMap<String, String>,
+    /// The routed experts' intermediate size of each bundled MoE config, where AIC says.
+    pub moe_inter_size: BTreeMap<String, u32>,
 }
 
 impl AicCatalog {
@@ -495,6 +510,7 @@ impl AicCatalog {
             models: c.models,
             layers: c.layers,
             checkpoint_quant: c.checkpoint_quant,
+            moe_inter_size: c.moe_inter_size,
         })
     }
 
@@ -932,8 +948,26 @@ fn from_table(
         })
         .map(String::as_str);
     let pre_blackwell = PRE_BLACKWELL.contains(&p.system.as_str());
-    let gemm_quant = checkpoint_quant(&t.gemm_quant, false, &p.backend, checkpoint, pre_blackwell);
-    let moe_quant = checkpoint_quant(&t.moe_quant, true, &p.backend, checkpoint, pre_blackwell);
+    // Each pool's ranks hold 1/MoE-TP of every expert's intermediate rows (all of them with
+    // no MoE split given: TP × DP); the checkpoint's blocks must divide that slice.
+    let blocks_fit = catalog.moe_inter_size.get(&model).is_some_and(|&inter| {
+        t.pools.iter().all(|pool| {
+            let split = pool.moe_tp.unwrap_or_else(|| pool.gpus()).max(1);
+            inter % split == 0 && (inter / split).is_multiple_of(FP8_WEIGHT_BLOCK)
+        })
+    });
+    let quant = |label: &str, moe: bool| {
+        checkpoint_quant(
+            label,
+            moe,
+            &p.backend,
+            checkpoint,
+            pre_blackwell,
+            blocks_fit,
+        )
+    };
+    let gemm_quant = quant(&t.gemm_quant, false);
+    let moe_quant = quant(&t.moe_quant, true);
     let as_given =
         |label: &str, read: &Option<String>| label.is_empty() || read.as_deref() == Some(label);
     if !as_given(&t.gemm_quant, &gemm_quant) || !as_given(&t.moe_quant, &moe_quant) {

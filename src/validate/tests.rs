@@ -50,6 +50,7 @@ fn catalog() -> AicCatalog {
             .into_iter()
             .collect(),
         checkpoint_quant: BTreeMap::new(),
+        moe_inter_size: BTreeMap::new(),
     }
 }
 
@@ -960,7 +961,7 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     assert_eq!(e["aic_moe_dtype"], "nvfp4");
     assert!(notes.is_empty(), "{notes:?}");
     // On SGLang and TRT-LLM an `fp8` label on DeepSeek-R1's checkpoint, FP8 in 128 x 128
-    // blocks, ran those blocks; an `fp8_block` label is as given. vLLM rows keep the label.
+    // blocks, ran those blocks; an `fp8_block` label is as given.
     let fp8 = dsr1.replacen(
         ",fp4,agg,1024,1024,nvfp4,nvfp4,",
         ",fp8,agg,1024,1024,fp8,fp8_block,",
@@ -987,6 +988,42 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     assert_eq!(e["aic_gemm_dtype"], "fp8");
     assert_eq!(e["aic_moe_dtype"], "fp8_block");
     assert!(notes.is_empty(), "{notes:?}");
+    // On vLLM an `fp8` MoE label on those blocks ran them where the blocks divide each rank's
+    // slice of the experts (DeepSeek-R1's 2,048 rows over MoE TP 2: 1,024), its GEMMs keep
+    // the label; with no experts' size known, or a slice the blocks do not divide (1,536 rows
+    // over 8 ranks: 192), the label stands, as vLLM could not have loaded the blocks.
+    let vllm = fp8.replacen(",fp8,fp8_block,", ",fp8,fp8,", 1);
+    let (e, _) = run(&vllm);
+    assert_eq!(e["aic_moe_dtype"], "fp8", "no experts' size: {e}");
+    let with_inter = |inter: u32| {
+        let mut c = aic.clone();
+        c.moe_inter_size
+            .insert("deepseek-ai/DeepSeek-R1".to_string(), inter);
+        c
+    };
+    let run_with = |aic: &AicCatalog, row: &str| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], &Options::default(), Some(aic)).unwrap();
+        (r.extra_engine_args.unwrap(), r.notes)
+    };
+    let (e, notes) = run_with(&with_inter(2048), &vllm);
+    assert_eq!(e["aic_gemm_dtype"], "fp8");
+    assert_eq!(e["aic_moe_dtype"], "fp8_block");
+    assert_eq!(
+        notes,
+        [
+            "quantisation fp8/fp8 read as the checkpoint ran it: GEMM fp8, MoE fp8_block \
+          (checkpoint fp8_block)"
+        ]
+    );
+    let tp8 = vllm.replacen(",16,2,1,1,2,1,", ",16,8,1,1,8,1,", 1);
+    assert_ne!(tp8, vllm);
+    let (e, _) = run_with(&with_inter(2048), &tp8);
+    assert_eq!(e["aic_moe_dtype"], "fp8_block", "2,048 / 8 = 256 rows: {e}");
+    let (e, _) = run_with(&with_inter(1536), &tp8);
+    assert_eq!(e["aic_moe_dtype"], "fp8", "1,536 / 8 = 192 rows: {e}");
+    let (e, _) = run_with(&with_inter(1536), &vllm);
+    assert_eq!(e["aic_moe_dtype"], "fp8_block", "1,536 / 2 = 768 rows: {e}");
     // GLM-5's bundled config is unquantised; its FP8 rows ran the bundled FP8 checkpoint,
     // `zai-org/GLM-5-FP8`, in 128 x 128 blocks. Its NVFP4 rows keep their label.
     let glm = fp8

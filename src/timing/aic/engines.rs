@@ -625,6 +625,10 @@ pub struct Catalog {
     /// blocks), where it declares one.
     #[serde(default)]
     pub checkpoint_quant: BTreeMap<String, String>,
+    /// The routed experts' intermediate size of each bundled MoE config, where AIC's parser
+    /// gives one.
+    #[serde(default)]
+    pub moe_inter_size: BTreeMap<String, u32>,
 }
 
 pub fn catalog() -> Result<Catalog, InputError> {

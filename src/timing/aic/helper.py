@@ -128,6 +128,24 @@ def model_layers(name):
     return None
 
 
+def model_moe_inter_size(name):
+    """The routed experts' intermediate size AIC's model parser gives a bundled MoE config,
+    or None (a dense model, or a config the parser cannot read)."""
+    raw = bundled_config(name)
+    if raw is None:
+        return None
+    try:
+        from aiconfigurator_core.sdk.utils import _parse_hf_config_json
+
+        info = _parse_hf_config_json(raw)
+    except Exception:
+        return None
+    n = info.get("moe_inter_size")
+    if info.get("num_experts") and isinstance(n, int) and n > 0:
+        return n
+    return None
+
+
 def model_quant_method(name):
     """The quantisation a bundled config declares for its checkpoint: its
     `quantization_config.quant_method` (`mxfp4` for gpt-oss), `fp8_block` for FP8 in weight
@@ -368,7 +386,7 @@ def main():
         sp = os.environ.get("AICONFIGURATOR_SYSTEMS_PATH") or None
         models = bundled_models()
         dbs = databases(sp)
-        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": dbs, "defaults": default_versions(dbs, sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}, "checkpoint_quant": {m: q for m in models if (q := model_quant_method(m))}})
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": dbs, "defaults": default_versions(dbs, sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}, "checkpoint_quant": {m: q for m in models if (q := model_quant_method(m))}, "moe_inter_size": {m: n for m in models if (n := model_moe_inter_size(m))}})
     if cmd == "probe":
         answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "fingerprint": fingerprint()})
     if cmd == "compile":
