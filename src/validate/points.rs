@@ -138,6 +138,24 @@ impl Parallel {
         self
     }
 
+    /// Reads a vLLM row whose experts span more GPUs than its TP × attention DP, with no DP
+    /// given, as attention DP over the rest: vLLM spreads the experts over all TP × DP ranks
+    /// (TP-split unless expert parallelism is on), so `tp_size` 1 with `moe_tp_size` 2 is TP 1
+    /// × DP 2 on 2 GPUs. The table's gap-analysis rows of Qwen3-235B-A22B-FP8 on H200 are
+    /// stored so, with their DP left empty; read as given they describe experts on GPUs the
+    /// deployment does not have (and TP 1 does not fit its weights on one H200). `None`: the row
+    /// is not of that form.
+    pub fn vllm_experts_over_dp(&self) -> Option<Parallel> {
+        let width = self.moe_tp?.checked_mul(self.moe_ep?)?;
+        let gpus = self.gpus();
+        (self.attention_dp == 1 && width > gpus && width.is_multiple_of(self.tp)).then(|| {
+            Parallel {
+                attention_dp: width / self.tp,
+                ..self.clone()
+            }
+        })
+    }
+
     /// `TP 4 × attention DP 4, MoE TP 1 × EP 16` (the parts the row gives).
     pub fn describe(&self) -> String {
         let mut s = format!("TP {}", self.tp);
@@ -358,6 +376,23 @@ impl Row<'_> {
             moe_ep: self.int(&c("moe_ep_size"))?,
         };
         let p = stored.clone().normalised(inferencex);
+        if self.text("backend") == "vllm" {
+            if let Some(dp) = p.vllm_experts_over_dp() {
+                notes.push(format!(
+                    "{}stored as {}, read as {} on {} GPUs (vLLM spreads the experts over \
+                     TP × DP ranks; the row gives no DP)",
+                    if prefix.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} pool ", prefix.trim_end_matches('_'))
+                    },
+                    stored.describe(),
+                    dp.describe(),
+                    dp.gpus()
+                ));
+                return Ok(Some((dp, self.int(&c("batch_size"))?)));
+            }
+        }
         if p != stored {
             let pool = prefix.trim_end_matches('_');
             let gpus = p.gpus();

@@ -484,6 +484,55 @@ fn absurd_parallelism_does_not_overflow() {
 }
 
 #[test]
+fn vllm_rows_with_experts_beyond_their_tp_are_attention_dp() {
+    let p = |tp, dp, mtp, mep| Parallel {
+        num_workers: 1,
+        tp,
+        pp: 1,
+        attention_dp: dp,
+        moe_tp: Some(mtp),
+        moe_ep: Some(mep),
+    };
+    assert_eq!(p(1, 1, 2, 1).vllm_experts_over_dp(), Some(p(1, 2, 2, 1)));
+    assert_eq!(p(2, 1, 4, 1).vllm_experts_over_dp(), Some(p(2, 2, 4, 1)));
+    assert_eq!(p(1, 1, 1, 4).vllm_experts_over_dp(), Some(p(1, 4, 1, 4)));
+    // Experts over the deployment's own GPUs, a DP already given, or a width TP does not
+    // divide: not of that form.
+    for q in [
+        p(2, 1, 2, 1),
+        p(2, 1, 1, 2),
+        p(1, 2, 4, 1),
+        p(4, 1, 6, 1),
+        p(4, 1, 2, 1),
+    ] {
+        assert_eq!(q.vllm_experts_over_dp(), None, "{q:?}");
+    }
+    // Through the table: the vLLM row is read so and says so; the same columns on SGLang are
+    // as given.
+    let row = LLAMA.replacen(",16,2,1,1,2,1,", ",16,1,1,,2,1,", 1);
+    assert_ne!(row, LLAMA);
+    let pts = read_table(Path::new("t.csv"), &table(&[&row])).unwrap();
+    let Deployment::Table(t) = &pts[0].deployment else {
+        panic!("{:?}", pts[0].deployment)
+    };
+    assert_eq!(t.pools[0].tp, 1);
+    assert_eq!(t.pools[0].attention_dp, 2);
+    assert_eq!(
+        t.notes,
+        [
+            "stored as TP 1, MoE TP 2 × EP 1, read as TP 1 × attention DP 2, MoE TP 2 × EP 1 on 2 \
+          GPUs (vLLM spreads the experts over TP × DP ranks; the row gives no DP)"
+        ]
+    );
+    let sglang = row.replacen(",vllm,", ",sglang,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&sglang])).unwrap();
+    let Deployment::Table(t) = &pts[0].deployment else {
+        panic!("{:?}", pts[0].deployment)
+    };
+    assert_eq!(t.pools[0].attention_dp, 1);
+}
+
+#[test]
 fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
     let p = |tp, dp, mtp, mep| Parallel {
         num_workers: 1,
