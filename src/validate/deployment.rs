@@ -981,6 +981,24 @@ fn from_table(
             checkpoint.map_or(String::new(), |c| format!(" (checkpoint {c})"))
         ));
     }
+    // TRT-LLM's MXFP4 MoE (gpt-oss) is in AIC's data split by EP only; a pool that splits it
+    // by TP is timed as EP over the same GPUs, which holds the same share of the experts'
+    // weights and does the same work per GPU (every token's slice of its experts, or a share
+    // of the tokens through whole experts).
+    let moe_by_ep = p.backend == "trtllm" && checkpoint == Some("mxfp4");
+    let ep_for_tp = |pool: &Parallel| -> Option<u32> {
+        let (mtp, mep) = (pool.moe_tp?, pool.moe_ep?);
+        (moe_by_ep && mtp > 1 && mtp.saturating_mul(mep) == pool.gpus()).then_some(mtp * mep)
+    };
+    if let Some(pool) = t.pools.iter().find(|pool| ep_for_tp(pool).is_some()) {
+        r.notes.push(format!(
+            "MoE TP {} × EP {} timed as EP {}: AIC's TRT-LLM data holds the MXFP4 MoE split \
+             by EP only, which gives each GPU the same share of the experts' weights and work",
+            pool.moe_tp.unwrap_or(1),
+            pool.moe_ep.unwrap_or(1),
+            pool.gpus()
+        ));
+    }
     let concurrency = p.workload.concurrency.unwrap_or(1);
     let dispatch = opts
         .dispatch_overhead
@@ -1007,7 +1025,10 @@ fn from_table(
             set("aic_attention_dp_size", json!(pool.attention_dp));
             set("dp_size", json!(pool.attention_dp));
         }
-        if let (Some(mtp), Some(mep)) = (pool.moe_tp, pool.moe_ep) {
+        if let Some(ep) = ep_for_tp(pool) {
+            set("aic_moe_tp_size", json!(1));
+            set("aic_moe_ep_size", json!(ep));
+        } else if let (Some(mtp), Some(mep)) = (pool.moe_tp, pool.moe_ep) {
             if mtp.saturating_mul(mep) == pool.gpus() {
                 set("aic_moe_tp_size", json!(mtp));
                 set("aic_moe_ep_size", json!(mep));

@@ -994,13 +994,34 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let (e, notes) = run(&trt_oss);
     assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
     assert_eq!(e["aic_moe_dtype"], "w4a8_mxfp4_mxfp8");
+    // Its MoE split by TP (the row's MoE TP 2) is timed as EP 2, as AIC's TRT-LLM data holds
+    // that MoE split by EP only; vLLM's rows keep the split they give.
+    assert_eq!(
+        (&e["aic_moe_tp_size"], &e["aic_moe_ep_size"]),
+        (&serde_json::json!(1), &serde_json::json!(2))
+    );
     assert_eq!(
         notes,
         [
             "quantisation nvfp4/nvfp4 read as the checkpoint ran it: GEMM the model's default, \
-          MoE w4a8_mxfp4_mxfp8 (checkpoint mxfp4)"
+          MoE w4a8_mxfp4_mxfp8 (checkpoint mxfp4)",
+            "MoE TP 2 × EP 1 timed as EP 2: AIC's TRT-LLM data holds the MXFP4 MoE split by EP \
+             only, which gives each GPU the same share of the experts' weights and work"
         ]
     );
+    let (e, _) = run(&oss);
+    assert_eq!(
+        (&e["aic_moe_tp_size"], &e["aic_moe_ep_size"]),
+        (&serde_json::json!(2), &serde_json::json!(1))
+    );
+    let ep = trt_oss.replacen(",16,2,1,1,2,1,", ",16,2,1,1,1,2,", 1);
+    assert_ne!(ep, trt_oss);
+    let (e, notes) = run(&ep);
+    assert_eq!(
+        (&e["aic_moe_tp_size"], &e["aic_moe_ep_size"]),
+        (&serde_json::json!(1), &serde_json::json!(2))
+    );
+    assert_eq!(notes.len(), 1, "{notes:?}");
     let (e, _) = run(&trt_oss.replacen(",b200_sxm,", ",h200_sxm,", 1));
     assert!(e.get("aic_moe_dtype").is_none(), "{e}");
     // An NVFP4 row of a checkpoint that is not MXFP4 keeps its label on Blackwell.
