@@ -445,8 +445,10 @@ const FP8_WEIGHT_BLOCK: u32 = 128;
 /// given the quantisation its bundled config declares for the checkpoint (`checkpoint`:
 /// `mxfp4`, `fp8_block`, …):
 /// * an FP4 label ran the checkpoint's own 4-bit format (the model's default) where the GPU
-///   has no FP4 tensor cores for NVFP4, or where the checkpoint is MXFP4 (gpt-oss: the table
-///   labels its rows `nvfp4` on every GPU, and AIC times its MoE in the checkpoint's format);
+///   has no FP4 tensor cores for NVFP4, and any label did where the checkpoint is MXFP4
+///   (gpt-oss: the table labels its rows `nvfp4` on every GPU, and its H100 TRT-LLM
+///   gap-analysis rows `fp8`; the checkpoint holds MXFP4 experts and BF16 elsewhere, and AIC
+///   times its MoE in the checkpoint's format);
 ///   TRT-LLM runs an MXFP4 MoE on Blackwell with MXFP8 activations (its gpt-oss support
 ///   matrix: BF16 activations on Hopper, MXFP8 on Blackwell), `w4a8_mxfp4_mxfp8`;
 /// * on TRT-LLM and SGLang, an `fp8` label on a checkpoint quantised in 128 × 128 blocks
@@ -472,7 +474,7 @@ fn checkpoint_quant(
     if moe && mxfp4 && label.contains("fp4") && backend == "trtllm" && !pre_blackwell {
         return Some("w4a8_mxfp4_mxfp8".into());
     }
-    if label.is_empty() || (label.contains("fp4") && (pre_blackwell || mxfp4)) {
+    if label.is_empty() || mxfp4 || (label.contains("fp4") && pre_blackwell) {
         return None;
     }
     if label == "fp8"
