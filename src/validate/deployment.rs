@@ -34,9 +34,10 @@ pub enum KvCacheDtype {
     /// (InferenceX's scripts pass `--kv-cache-dtype fp8` / `kv_cache_config.dtype: fp8`) and
     /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`), BF16 for aggregated
     /// SGLang DeepSeek-R1 on H200 (its script sets none; SGLang's default is the model's dtype),
-    /// AIC's default for the model (BF16 unless its checkpoint says otherwise; FP8 for
-    /// DeepSeek-R1) for every other row (H200 SGLang Qwen3.5's script sets FP8, which AIC has
-    /// no context-attention data for there).
+    /// BF16 for gpt-oss-120b on H100 and H200 (its vLLM and TRT-LLM scripts set FP8 on
+    /// Blackwell only), AIC's default for the model (BF16 unless its checkpoint says otherwise;
+    /// FP8 for DeepSeek-R1) for every other row (H200 SGLang Qwen3.5's script sets FP8, which
+    /// AIC has no context-attention data for there).
     #[default]
     Auto,
     /// AIC's default for the model (its checkpoint's KV quantisation, else BF16).
@@ -73,6 +74,12 @@ impl KvCacheDtype {
                     // there.
                     let bf16 = p.mode == "agg" && t.script_model.contains("deepseek-r1");
                     return bf16.then_some("bfloat16");
+                }
+                // gpt-oss's vLLM and TRT-LLM scripts set an FP8 KV cache on Blackwell only;
+                // on H100 and H200 they leave it at `auto`, the checkpoint's BF16.
+                if t.script_model.contains("gpt-oss") && PRE_BLACKWELL.contains(&p.system.as_str())
+                {
+                    return Some("bfloat16");
                 }
                 let fp8_kv = matches!(p.backend.as_str(), "vllm" | "trtllm" | "sglang");
                 (low_precision && fp8_kv).then_some("fp8")

@@ -989,6 +989,12 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
               MoE the model's default (checkpoint mxfp4)"]
         );
     }
+    // Its scripts set an FP8 KV cache on Blackwell only, BF16 (`auto`) on Hopper.
+    assert_eq!(run(&oss).0["aic_kv_cache_dtype"], "fp8");
+    let h200 = oss.replacen(",b200_sxm,", ",h200_sxm,", 1);
+    assert_eq!(run(&h200).0["aic_kv_cache_dtype"], "bfloat16");
+    let trt_h200 = h200.replacen(",vllm,", ",trtllm,", 1);
+    assert_eq!(run(&trt_h200).0["aic_kv_cache_dtype"], "bfloat16");
     // So does any other label on that checkpoint (the H100 gap-analysis rows' `fp8`).
     let oss_fp8 = oss.replacen(
         ",b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,",
@@ -999,7 +1005,10 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let (e, notes) = run(&oss_fp8.replacen(",vllm,", ",trtllm,", 1));
     assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
     assert!(e.get("aic_moe_dtype").is_none(), "{e}");
-    assert!(notes[0].starts_with("quantisation fp8/fp8 read as"), "{notes:?}");
+    assert!(
+        notes[0].starts_with("quantisation fp8/fp8 read as"),
+        "{notes:?}"
+    );
     // TRT-LLM runs the MXFP4 MoE with MXFP8 activations on Blackwell, BF16 ones on Hopper.
     let trt_oss = oss.replacen(",vllm,", ",trtllm,", 1);
     let (e, notes) = run(&trt_oss);
