@@ -23,6 +23,7 @@
 //! failed), with the reason.
 
 pub mod calibration;
+pub(crate) mod catalog;
 pub(crate) mod deployment;
 pub(crate) mod deployment_from;
 pub(crate) mod html;
@@ -31,9 +32,8 @@ pub(crate) mod points;
 pub(crate) mod simulate;
 pub(crate) mod summary;
 
-pub use deployment::{
-    AicCatalog, DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel, Recipe,
-};
+pub use catalog::AicCatalog;
+pub use deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel, Recipe};
 pub use output::{run as run_command, ValidateOutcome};
 pub use points::{
     read_inputs, Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment,

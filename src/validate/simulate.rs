@@ -4,7 +4,8 @@
 //! simulated in parallel on a rayon pool. Results are in the points' order and do not depend on
 //! the number of threads.
 
-use super::deployment::{recipe, AicCatalog, Recipe};
+use super::catalog::AicCatalog;
+use super::deployment::{recipe, Recipe};
 use super::points::{Deployment, MeasuredPoint};
 use super::{error_pct, Corrections, Options, PointResult, Predicted, Status};
 use crate::config::SimConfig;

@@ -1,7 +1,8 @@
 //! Unit tests of the parts that need no simulation: reading the table, mapping names and
 //! versions, recipes, errors and summaries.
 
-use super::deployment::{recipe, AicCatalog, DispatchOverhead, KvCacheDtype};
+use super::catalog::AicCatalog;
+use super::deployment::{recipe, DispatchOverhead, KvCacheDtype};
 use super::points::{
     read_aiperf, read_table, Deployment, FlagDeployment, Parallel, TableDeployment,
 };
