@@ -27,13 +27,15 @@ pub(crate) mod catalog;
 pub(crate) mod deployment;
 pub(crate) mod deployment_from;
 pub(crate) mod html;
+pub(crate) mod launch;
 pub(crate) mod output;
 pub(crate) mod points;
 pub(crate) mod simulate;
 pub(crate) mod summary;
 
 pub use catalog::AicCatalog;
-pub use deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel, Recipe};
+pub use deployment::{DispatchOverhead, KvCacheDtype, MemoryModel, Recipe};
+pub use launch::LaunchSettings;
 pub use output::{run as run_command, ValidateOutcome};
 pub use points::{
     read_inputs, Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment,

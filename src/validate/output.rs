@@ -7,7 +7,8 @@
 //! created, and the files are written under temporary names and renamed into place only when
 //! all three are written (a failure removes them, and the folder when it was created here).
 
-use super::deployment::{DispatchOverhead, KvCacheDtype, LaunchSettings, MemoryModel};
+use super::deployment::{DispatchOverhead, KvCacheDtype, MemoryModel};
+use super::launch::LaunchSettings;
 use super::points::{read_inputs, FlagDeployment, MeasuredPoint};
 use super::summary::{render, summarize, GroupSummary};
 use super::{Corrections, Options, PointResult, Validator};
