@@ -224,8 +224,8 @@ const FP8_WEIGHT_BLOCK: u32 = 128;
 /// * on vLLM the same holds for the MoE where the blocks divide each rank's slice of the
 ///   experts (`blocks_fit`; vLLM refuses the checkpoint otherwise, and so does AIC), while the
 ///   GEMMs keep their `fp8` label: AIC's vLLM 0.24.0 collection timed block-FP8 GEMMs on a slow
-///   path (on B200 a 6144 × 3072 GEMM takes 0.17 ms at any batch, 20 × its BF16 time at one
-///   token), which put B200 MiniMax-M2.5's TPOT at twice the measured one, and timed H200's
+///   path (on B200 a 6144 × 3072 GEMM takes 0.17–0.27 ms from 1 to 1,024 tokens, 6–31 × its
+///   BF16 time), which put B200 MiniMax-M2.5's TPOT at twice the measured one, and timed H200's
 ///   per-tensor FP8 MoE 3–4 × slower than BF16, which put H200 Qwen3-235B-A22B-FP8's TPOT at
 ///   2.2 × the measured one (both 2026-12-04, [`checkpoint_quant`]'s notes in Validation);
 /// * an empty label is the model's default; any other label is taken as given.
