@@ -5,6 +5,7 @@
 # {"ok": false, "kind": ..., "message": ..., "available": [...]}); AIC's own log lines go to stderr.
 # `serve` answers one request per stdin line until stdin closes (the perf data the first compile
 # reads stays loaded for the next ones).
+import functools
 import json
 import os
 import sys
@@ -96,8 +97,10 @@ def bundled_models():
     return names
 
 
+@functools.lru_cache(maxsize=None)
 def bundled_config(name):
-    """A bundled model's config.json as a dict, or None."""
+    """A bundled model's config.json as a dict (read once per name, not to be mutated), or
+    None."""
     path = os.path.join(MODEL_CONFIGS, name.replace("/", "--", 1) + "_config.json")
     try:
         with open(path) as f:
@@ -107,20 +110,31 @@ def bundled_config(name):
     return raw if isinstance(raw, dict) else None
 
 
-def model_layers(name):
-    """The layer count AIC's model parser gives a bundled config (what its vLLM backend's
-    dispatch overhead counts), else the config's own num_hidden_layers; None if neither says."""
+@functools.lru_cache(maxsize=None)
+def parsed_config(name):
+    """What AIC's model parser reads from a bundled config (layers, sizes, experts), or None
+    when the config is missing or the parser cannot read it."""
     raw = bundled_config(name)
     if raw is None:
         return None
     try:
         from aiconfigurator_core.sdk.utils import _parse_hf_config_json
 
-        n = _parse_hf_config_json(raw).get("layers")
-        if isinstance(n, int) and n > 0:
-            return n
+        info = _parse_hf_config_json(raw)
     except Exception:
-        pass
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def model_layers(name):
+    """The layer count AIC's model parser gives a bundled config (what its vLLM backend's
+    dispatch overhead counts), else the config's own num_hidden_layers; None if neither says."""
+    raw = bundled_config(name)
+    if raw is None:
+        return None
+    n = (parsed_config(name) or {}).get("layers")
+    if isinstance(n, int) and n > 0:
+        return n
     for src in (raw, raw.get("text_config") or {}):
         n = src.get("num_hidden_layers")
         if isinstance(n, int) and n > 0:
@@ -131,14 +145,8 @@ def model_layers(name):
 def model_moe_inter_size(name):
     """The routed experts' intermediate size AIC's model parser gives a bundled MoE config,
     or None (a dense model, or a config the parser cannot read)."""
-    raw = bundled_config(name)
-    if raw is None:
-        return None
-    try:
-        from aiconfigurator_core.sdk.utils import _parse_hf_config_json
-
-        info = _parse_hf_config_json(raw)
-    except Exception:
+    info = parsed_config(name)
+    if info is None:
         return None
     n = info.get("moe_inter_size")
     if info.get("num_experts") and isinstance(n, int) and n > 0:
