@@ -375,37 +375,32 @@ impl Row<'_> {
             moe_tp: self.int(&c("moe_tp_size"))?,
             moe_ep: self.int(&c("moe_ep_size"))?,
         };
-        let p = stored.clone().normalised(inferencex);
-        if self.text("backend") == "vllm" {
-            if let Some(dp) = p.vllm_experts_over_dp() {
-                notes.push(format!(
-                    "{}stored as {}, read as {} on {} GPUs (vLLM spreads the experts over \
-                     TP × DP ranks; the row gives no DP)",
-                    if prefix.is_empty() {
-                        String::new()
-                    } else {
-                        format!("{} pool ", prefix.trim_end_matches('_'))
-                    },
-                    stored.describe(),
-                    dp.describe(),
-                    dp.gpus()
-                ));
-                return Ok(Some((dp, self.int(&c("batch_size"))?)));
-            }
-        }
+        let normalised = stored.clone().normalised(inferencex);
+        let (p, why) = match normalised
+            .vllm_experts_over_dp()
+            .filter(|_| self.text("backend") == "vllm")
+        {
+            Some(dp) => (
+                dp,
+                "vLLM spreads the experts over TP × DP ranks; the row gives no DP",
+            ),
+            None => (
+                normalised,
+                "a tpN-epN run, as the same measurement is stored in other batches",
+            ),
+        };
         if p != stored {
             let pool = prefix.trim_end_matches('_');
-            let gpus = p.gpus();
             notes.push(format!(
-                "{}stored as {}, read as {} on {gpus} GPUs (a tpN-epN run, as the same \
-                 measurement is stored in other batches)",
+                "{}stored as {}, read as {} on {} GPUs ({why})",
                 if pool.is_empty() {
                     String::new()
                 } else {
                     format!("{pool} pool ")
                 },
                 stored.describe(),
-                p.describe()
+                p.describe(),
+                p.gpus()
             ));
         }
         Ok(Some((p, self.int(&c("batch_size"))?)))
