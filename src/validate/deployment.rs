@@ -217,7 +217,8 @@ const FP8_WEIGHT_BLOCK: u32 = 128;
 ///   gap-analysis rows `fp8`; the checkpoint holds MXFP4 experts and BF16 elsewhere, and AIC
 ///   times its MoE in the checkpoint's format);
 ///   TRT-LLM runs an MXFP4 MoE on Blackwell with MXFP8 activations (its gpt-oss support
-///   matrix: BF16 activations on Hopper, MXFP8 on Blackwell), `w4a8_mxfp4_mxfp8`;
+///   matrix: BF16 activations on Hopper, MXFP8 on Blackwell), `w4a8_mxfp4_mxfp8`, whatever
+///   the label (empty included), as the checkpoint decides the format;
 /// * on TRT-LLM and SGLang, an `fp8` label on a checkpoint quantised in 128 × 128 blocks
 ///   (DeepSeek-R1) ran those blocks: `fp8_block` (the table labels that checkpoint's MoE `fp8`
 ///   on TRT-LLM rows and `fp8_block` on SGLang's, and its GEMMs `fp8` on both);
@@ -238,7 +239,7 @@ fn checkpoint_quant(
     blocks_fit: bool,
 ) -> Option<String> {
     let mxfp4 = checkpoint == Some("mxfp4");
-    if moe && mxfp4 && label.contains("fp4") && backend == "trtllm" && !pre_blackwell {
+    if moe && mxfp4 && backend == "trtllm" && !pre_blackwell {
         return Some("w4a8_mxfp4_mxfp8".into());
     }
     if label.is_empty() || mxfp4 || (label.contains("fp4") && pre_blackwell) {

@@ -1045,6 +1045,13 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     let (e, _) = run(&trt_oss.replacen(",b200_sxm,", ",h200_sxm,", 1));
     assert!(e.get("aic_moe_dtype").is_none(), "{e}");
+    // The checkpoint, not the label, decides: an `fp8` label on Blackwell runs the same
+    // MXFP4 MoE with MXFP8 activations.
+    let trt_oss_fp8 = trt_oss.replacen(",nvfp4,nvfp4,", ",fp8,fp8,", 1);
+    assert_ne!(trt_oss_fp8, trt_oss);
+    let (e, _) = run(&trt_oss_fp8);
+    assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
+    assert_eq!(e["aic_moe_dtype"], "w4a8_mxfp4_mxfp8");
     // An NVFP4 row of a checkpoint that is not MXFP4 keeps its label on Blackwell.
     let dsr1 = oss.replacen("openai/gpt-oss-120b", "deepseek-ai/DeepSeek-R1", 1);
     let (e, notes) = run(&dsr1);
