@@ -212,10 +212,12 @@ pub struct MeasuredOptions {
     /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's
     /// scheduler receive interval, prefill budgets and memory fraction for DeepSeek-R1,
     /// Qwen3.5 and GLM-5, one wave of C prompts for Qwen3.5 on B300 in the runs the table
-    /// marks work in progress, wip=True, and 5 x C prompts for GLM-5 on H200; inferencex-mtp =
-    /// the same, with TRT-LLM DeepSeek-R1 rows run as InferenceX's MTP scripts ran them
-    /// (multi-token prediction, their batch size and token budget); none = the engines'
-    /// defaults and --prompts-per-concurrency everywhere).
+    /// marks work in progress, wip=True, and 5 x C prompts for GLM-5 on H200, and TRT-LLM
+    /// DeepSeek-R1 rows measured on or after 2026-01-07, when InferenceX's MTP scripts landed,
+    /// as those scripts ran them (multi-token prediction, their batch size and token budget);
+    /// inferencex-mtp / inferencex-plain = the same, with every TRT-LLM DeepSeek-R1 row run as
+    /// the MTP / plain scripts ran them; none = the engines' defaults and
+    /// --prompts-per-concurrency everywhere).
     #[arg(
         long,
         alias = "batch-wait",

@@ -676,8 +676,9 @@ fn from_table(
     };
     if let Some(m) = t.pools.first().and_then(|pool| opts.launch.mtp(p, t, pool)) {
         r.notes.push(format!(
-            "run as InferenceX's MTP script (--launch-settings inferencex-mtp): {} draft \
-             token{}, max_batch_size {}, max_num_tokens {}",
+            "run as InferenceX's MTP script ({}): {} draft token{}, max_batch_size {}, \
+             max_num_tokens {}",
+            opts.launch.mtp_reason(t),
             m.nextn,
             if m.nextn == 1 { "" } else { "s" },
             m.max_batch_size,

@@ -23,17 +23,32 @@ pub enum LaunchSettings {
     ///   runs the table marks work in progress (`wip=True`);
     /// * SGLang, GLM-5: its `glm5_fp8_*` scripts' memory fraction and prefill budgets, and on
     ///   H200 its client's `$((CONC * 5))` prompts;
+    /// * TRT-LLM, DeepSeek-R1 on H200 and B200 measured on or after `MTP_SCRIPTS_SINCE`: as
+    ///   InferenceX's MTP scripts ran them (`MtpScript`); earlier rows, and rows whose
+    ///   source gives no date, as its plain scripts;
     ///
     /// every other row with the engines' defaults.
     #[default]
     InferenceX,
-    /// As `InferenceX`, with TRT-LLM DeepSeek-R1 rows run as InferenceX's MTP scripts ran them
-    /// (`dsr1_fp8_h200_trt_mtp.sh`, `dsr1_fp8_b200_trt_mtp.sh`, `dsr1_fp4_b200_trt_mtp.sh`;
-    /// [`MtpScript`]). The table does not say which script measured a row: the user chooses.
+    /// As `InferenceX`, with every TRT-LLM DeepSeek-R1 row run as InferenceX's MTP scripts ran
+    /// them (`dsr1_fp8_h200_trt_mtp.sh`, `dsr1_fp8_b200_trt_mtp.sh`, `dsr1_fp4_b200_trt_mtp.sh`;
+    /// [`MtpScript`]), whatever its date.
     InferenceXMtp,
+    /// As `InferenceX`, with every TRT-LLM DeepSeek-R1 row run as InferenceX's plain scripts
+    /// ran them (no multi-token prediction), whatever its date.
+    InferenceXPlain,
     /// The engines' defaults on every row (no batch waiting, a receive every pass).
     None,
 }
+
+/// The day InferenceX's MTP configurations for DeepSeek-R1 on TRT-LLM landed
+/// (`dsr1-fp4-b200-trt-mtp`, `dsr1-fp8-b200-trt-mtp`, `dsr1-fp8-h200-trt-mtp`; its pull request
+/// 392, merged 2026-01-07). A TRT-LLM DeepSeek-R1 row measured before ran the plain scripts, as
+/// no other existed; the table's rows measured since fit the MTP scripts (TPOT mean absolute
+/// error 31.8 % plain, 13.4 % MTP on H200; 48.7 % and 68.9 % against 22.8 % and 33.5 % on B200
+/// FP4 and FP8), the earlier ones the plain scripts (9.7 % against 14.5 % on H200, 25.0 %
+/// against 32.7 % on B200; 2026-12-05, docs/accuracy.md).
+pub const MTP_SCRIPTS_SINCE: &str = "2026-01-07";
 
 /// What an InferenceX MTP launch script sets that the simulation has keys for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +68,7 @@ impl LaunchSettings {
         Some(match s {
             "inferencex" => LaunchSettings::InferenceX,
             "inferencex-mtp" => LaunchSettings::InferenceXMtp,
+            "inferencex-plain" => LaunchSettings::InferenceXPlain,
             "none" => LaunchSettings::None,
             _ => return None,
         })
@@ -62,6 +78,7 @@ impl LaunchSettings {
         match self {
             LaunchSettings::InferenceX => "inferencex",
             LaunchSettings::InferenceXMtp => "inferencex-mtp",
+            LaunchSettings::InferenceXPlain => "inferencex-plain",
             LaunchSettings::None => "none",
         }
     }
@@ -71,10 +88,35 @@ impl LaunchSettings {
         self != LaunchSettings::None
     }
 
-    /// The MTP script a row's pool ran as under `inferencex-mtp` (`None`: no MTP): TRT-LLM
-    /// DeepSeek-R1 on H200 (FP8) and B200 (FP8 or FP4).
+    /// Whether a row ran InferenceX's MTP script where it has one: every row under
+    /// `inferencex-mtp`; under `inferencex` the rows measured on or after
+    /// [`MTP_SCRIPTS_SINCE`].
+    fn mtp_script_ran(self, t: &TableDeployment) -> bool {
+        match self {
+            LaunchSettings::InferenceXMtp => true,
+            LaunchSettings::InferenceX => t
+                .measured
+                .as_deref()
+                .is_some_and(|day| day >= MTP_SCRIPTS_SINCE),
+            LaunchSettings::InferenceXPlain | LaunchSettings::None => false,
+        }
+    }
+
+    /// Why a row runs as an MTP script, for its `notes`.
+    pub fn mtp_reason(self, t: &TableDeployment) -> String {
+        match (self, t.measured.as_deref()) {
+            (LaunchSettings::InferenceX, Some(day)) => format!(
+                "measured {day}, after InferenceX's MTP scripts landed on {MTP_SCRIPTS_SINCE}; \
+                 --launch-settings inferencex-plain runs it plain"
+            ),
+            _ => format!("--launch-settings {}", self.name()),
+        }
+    }
+
+    /// The MTP script a row's pool ran as (`None`: no MTP): TRT-LLM DeepSeek-R1 on H200 (FP8)
+    /// and B200 (FP8 or FP4), where `mtp_script_ran`.
     pub fn mtp(self, p: &MeasuredPoint, t: &TableDeployment, pool: &Parallel) -> Option<MtpScript> {
-        if self != LaunchSettings::InferenceXMtp
+        if !self.mtp_script_ran(t)
             || p.backend != "trtllm"
             || !t.script_model.contains("deepseek-r1")
         {

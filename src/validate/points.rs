@@ -194,6 +194,10 @@ pub struct TableDeployment {
     /// The row's source marks it a work-in-progress run of its script (`wip=True` in
     /// `silicon_data_source`), whose client may differ from the released runs'.
     pub wip: bool,
+    /// The day an InferenceX row (the 2026 batches, InferenceX's database) was measured
+    /// (`measured=YYYY-MM-DD…` in `silicon_data_source`), when its source says; `None` for
+    /// other sources, whose servers were not started by InferenceX's scripts.
+    pub measured: Option<String>,
 }
 
 /// `dynosim run`'s deployment flags, as given to `dynosim validate`.
@@ -491,6 +495,7 @@ impl Row<'_> {
             None => Deployment::Table(TableDeployment {
                 script_model: script_model(&self.text("model_path"), inferencex),
                 wip: source_field(&source, "wip") == Some("True"),
+                measured: inferencex.then(|| measured_day(&source)).flatten(),
                 precision: self.text("precision"),
                 gemm_quant: self.text("gemm_quant_mode"),
                 moe_quant: self.text("moe_quant_mode"),
@@ -578,6 +583,18 @@ fn replicas(
 /// `silicon_concurrency=N` of the table's `silicon_data_source`, when it says.
 fn silicon_concurrency(source: &str) -> Option<u32> {
     source_field(source, "silicon_concurrency").and_then(|v| v.parse().ok())
+}
+
+/// The day of `measured=YYYY-MM-DDThh:mm…` in the table's `silicon_data_source`, when it is
+/// one.
+fn measured_day(source: &str) -> Option<String> {
+    let day = source_field(source, "measured")?.get(..10)?;
+    let b = day.as_bytes();
+    let shape = b.iter().enumerate().all(|(i, c)| match i {
+        4 | 7 => *c == b'-',
+        _ => c.is_ascii_digit(),
+    });
+    shape.then(|| day.to_string())
 }
 
 /// The value of `key=value` in the table's `silicon_data_source` (`; `-separated), trimmed.

@@ -873,10 +873,53 @@ fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
     assert_eq!(keys(&run(&b200(dp, "fp8"), &mtp).0).1, 32);
     let low = b200(dp, "fp8").replacen("silicon_concurrency=256", "silicon_concurrency=4", 1);
     assert_eq!(keys(&run(&low, &mtp).0).1, 4);
-    // The default and other backends: no MTP.
+    // The default: no MTP for a row whose source gives no date or one before InferenceX's
+    // MTP scripts landed (2026-01-07), the MTP script for one measured since.
     let (plain, notes) = run(dp, &Options::default());
     assert_eq!(keys(&plain).0, None);
     assert!(!notes.iter().any(|n| n.contains("MTP")), "{notes:?}");
+    let dated = |day: &str| {
+        dp.replacen(
+            "silicon_concurrency=256",
+            &format!("silicon_concurrency=256; measured={day}T22:26:21Z; wip=False"),
+            1,
+        )
+    };
+    let (e, _) = run(&dated("2026-01-06"), &Options::default());
+    assert_eq!(keys(&e).0, None);
+    let (e, notes) = run(&dated("2026-01-14"), &Options::default());
+    assert_eq!(keys(&e), (Some(1.into()), 32.into(), 1152.into()));
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "InferenceX's MTP script (measured 2026-01-14, after InferenceX's MTP scripts \
+             landed on 2026-01-07; --launch-settings inferencex-plain runs it plain): 1 draft \
+             token"
+        )),
+        "{notes:?}"
+    );
+    let plain_scripts = Options {
+        launch: LaunchSettings::InferenceXPlain,
+        ..Options::default()
+    };
+    let (e, _) = run(&dated("2026-01-14"), &plain_scripts);
+    assert_eq!(keys(&e).0, None);
+    assert_eq!(e["trtllm"]["attention_dp_enable_balance"], true);
+    assert_eq!(
+        LaunchSettings::parse("inferencex-plain"),
+        Some(LaunchSettings::InferenceXPlain)
+    );
+    // A `measured=` that is not a day is no date, and a row of another source than
+    // InferenceX's (an AIC gap analysis) ran no InferenceX script.
+    let (e, _) = run(&dated("soon"), &Options::default());
+    assert_eq!(keys(&e).0, None);
+    let gap = dated("2026-03-17").replacen(
+        "source_file=2026-03-25.csv",
+        "source_file=/data/aic-auto-gap-analysis/b200_sxm/trtllm/1.3.0rc1/run.csv",
+        1,
+    );
+    let (e, _) = run(&gap, &Options::default());
+    assert_eq!(keys(&e).0, None);
+    // Other backends: no MTP.
     let sglang = dp.replacen(",trtllm,", ",sglang,", 1);
     assert_eq!(keys(&run(&sglang, &mtp).0).0, None);
     assert_eq!(
