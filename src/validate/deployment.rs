@@ -7,9 +7,9 @@
 //! * the model's Hugging Face name mapped onto a bundled AIC model config
 //!   ([`AicCatalog::model_for`]), the backend version onto an installed perf database
 //!   ([`AicCatalog::version_for`]);
-//! * prefix caching off, `max_num_batched_tokens` 8192 and `max_num_seqs` = the concurrency (the
-//!   benchmark servers' `--no-enable-prefix-caching --max-num-batched-tokens 8192
-//!   --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
+//! * prefix caching off, `max_num_batched_tokens` 8192 (or a launch script's own budget,
+//!   [`LaunchSettings`]) and `max_num_seqs` = the concurrency (the benchmark servers'
+//!   `--no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
 //!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
 //! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
@@ -623,7 +623,11 @@ fn from_table(
             set("worker_type", json!(wt));
         }
         set("enable_prefix_caching", json!(false));
-        set("max_num_batched_tokens", json!(opts.max_num_batched_tokens));
+        let budget = opts.launch.max_num_tokens(p, t);
+        set(
+            "max_num_batched_tokens",
+            json!(budget.unwrap_or(opts.max_num_batched_tokens)),
+        );
         set("max_num_seqs", json!(concurrency));
         set("aic_backend", json!(p.backend));
         set("aic_system", json!(p.system));

@@ -15,6 +15,9 @@ pub enum LaunchSettings {
     /// * TRT-LLM, DeepSeek-R1 with attention DP: `attention_dp_config` with `enable_balance`,
     ///   `timeout_iters: 60`, `batching_wait_iters: 0` (their `dsr1_*_trt` scripts, FP8 and FP4,
     ///   H200 and B200, with and without MTP);
+    /// * TRT-LLM, gpt-oss-120b: `--max_num_tokens 20000` (`gptoss_fp4_{b200,h200}_trt.sh`), and
+    ///   on B200 with attention DP `attention_dp_config: {enable_balance: true}`, with TRT-LLM's
+    ///   defaults `timeout_iters: 50`, `batching_wait_iters: 10`;
     /// * SGLang, DeepSeek-R1 and Qwen3.5: their `dsr1_*` and `qwen3.5_*` scripts'
     ///   `--mem-fraction-static`, `--chunked-prefill-size`, `--max-prefill-tokens` and
     ///   `--scheduler-recv-interval` (`SglangServer`; their `--max-running-requests` is left
@@ -196,6 +199,13 @@ impl LaunchSettings {
                 "attention_dp_timeout_iters": 60,
                 "attention_dp_batching_wait_iters": 0,
             }))
+        } else if model.contains("gpt-oss") && pool.attention_dp > 1 && p.system == "b200_sxm" {
+            // The script sets `enable_balance` alone: TRT-LLM's `AttentionDpConfig` defaults.
+            Some(json!({
+                "attention_dp_enable_balance": true,
+                "attention_dp_timeout_iters": 50,
+                "attention_dp_batching_wait_iters": 10,
+            }))
         } else if llama_70b && short && pool.tp < 8 {
             Some(json!({
                 "batch_wait_timeout_iters": 20,
@@ -204,6 +214,16 @@ impl LaunchSettings {
         } else {
             None
         }
+    }
+
+    /// The token budget per pass of a row's server where its script sets one other than
+    /// `--max-num-batched-tokens` (`None`: that flag's): InferenceX's gpt-oss-120b TRT-LLM
+    /// scripts, `--max_num_tokens 20000` (B200 and H200, the GPUs it has them for, in their
+    /// versions of late 2025 and of 2026 alike). An MTP script's budget ([`MtpScript`]) replaces it.
+    pub(super) fn max_num_tokens(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u64> {
+        let gpt_oss_trtllm = p.backend == "trtllm" && t.script_model.contains("gpt-oss");
+        let scripted = matches!(p.system.as_str(), "b200_sxm" | "h200_sxm");
+        (self.inferencex() && gpt_oss_trtllm && scripted).then_some(20_000)
     }
 
     /// The SGLang server a row's pool ran as (`None`: SGLang's defaults). The receive

@@ -997,7 +997,8 @@ fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
 fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let mut aic = catalog();
     let h200 = aic.databases["h200_sxm"].clone();
-    aic.databases.insert("b200_sxm".to_string(), h200);
+    aic.databases.insert("b200_sxm".to_string(), h200.clone());
+    aic.databases.insert("h100_sxm".to_string(), h200);
     aic.models.push("openai/gpt-oss-120b".to_string());
     aic.models.push("deepseek-ai/DeepSeek-R1".to_string());
     aic.checkpoint_quant
@@ -1058,6 +1059,38 @@ fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let (e, notes) = run(&trt_oss);
     assert!(e.get("aic_gemm_dtype").is_none(), "{e}");
     assert_eq!(e["aic_moe_dtype"], "w4a8_mxfp4_mxfp8");
+    // Its scripts' `--max_num_tokens 20000`; no balancing without attention DP.
+    assert_eq!(e["max_num_batched_tokens"], 20000);
+    assert!(e.get("trtllm").is_none(), "{e}");
+    // With attention DP on B200, the script's `enable_balance` with TRT-LLM's defaults.
+    let trt_oss_dp = trt_oss.replacen(",16,2,1,1,2,1,", ",16,1,1,2,1,2,", 1);
+    assert_ne!(trt_oss_dp, trt_oss);
+    let (e, _) = run(&trt_oss_dp);
+    assert_eq!(
+        e["trtllm"],
+        serde_json::json!({"attention_dp_enable_balance": true,
+            "attention_dp_timeout_iters": 50, "attention_dp_batching_wait_iters": 10})
+    );
+    let (e, _) = run(&trt_oss_dp.replacen(",b200_sxm,", ",h200_sxm,", 1));
+    assert!(e.get("trtllm").is_none(), "{e}");
+    assert_eq!(e["max_num_batched_tokens"], 20000);
+    // H100 (no InferenceX TRT-LLM script), vLLM's rows, and every row under
+    // `--launch-settings none`, keep the 8192 tokens.
+    let (e, _) = run(&trt_oss.replacen(",b200_sxm,", ",h100_sxm,", 1));
+    assert_eq!(e["max_num_batched_tokens"], 8192);
+    assert_eq!(run(&oss).0["max_num_batched_tokens"], 8192);
+    let none = Options {
+        launch: LaunchSettings::None,
+        ..Options::default()
+    };
+    let pts = read_table(Path::new("t.csv"), &table(&[&trt_oss_dp])).unwrap();
+    let e = recipe(&pts[0], &none, Some(&aic))
+        .unwrap()
+        .0
+        .extra_engine_args
+        .unwrap();
+    assert_eq!(e["max_num_batched_tokens"], 8192);
+    assert!(e.get("trtllm").is_none(), "{e}");
     // Its MoE split by TP (the row's MoE TP 2) is timed as EP 2, as AIC's TRT-LLM data holds
     // that MoE split by EP only; vLLM's rows keep the split they give.
     assert_eq!(
