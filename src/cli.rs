@@ -209,7 +209,8 @@ pub struct MeasuredOptions {
     pub memory_model: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
-    /// below TP 8 and attention-DP balancing for DeepSeek-R1 with attention DP; SGLang's
+    /// below TP 8, attention-DP balancing for DeepSeek-R1 and (B200) gpt-oss-120b with
+    /// attention DP, and gpt-oss-120b's 20000-token budget; SGLang's
     /// scheduler receive interval, prefill budgets and memory fraction for DeepSeek-R1,
     /// Qwen3.5 and GLM-5, one wave of C prompts for Qwen3.5 on B300 in the runs the table
     /// marks work in progress, wip=True, and 5 x C prompts for GLM-5 on H200, and TRT-LLM

@@ -14,7 +14,9 @@
 //! * the KV-cache dtype of [`KvCacheDtype`];
 //! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
 //! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting and attention-DP
-//!   balancing (the `trtllm` object) and SGLang's receive interval (the `sglang` object).
+//!   balancing (the `trtllm` object), a script's own token budget, the MTP scripts' draft
+//!   tokens and budgets, and SGLang's receive interval and prefill budgets (the `sglang`
+//!   object).
 //!
 //! Points read with the command line's deployment flags (AIPerf exports) take them as given.
 
