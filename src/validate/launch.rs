@@ -217,13 +217,26 @@ impl LaunchSettings {
     }
 
     /// The token budget per pass of a row's server where its script sets one other than
-    /// `--max-num-batched-tokens` (`None`: that flag's): InferenceX's gpt-oss-120b TRT-LLM
-    /// scripts, `--max_num_tokens 20000` (B200 and H200, the GPUs it has them for, in their
-    /// versions of late 2025 and of 2026 alike). An MTP script's budget ([`MtpScript`]) replaces it.
+    /// `--max-num-batched-tokens` (`None`: that flag's), on B200 and H200, the GPUs InferenceX
+    /// has these TRT-LLM scripts for: its gpt-oss-120b scripts' `--max_num_tokens 20000` (in
+    /// their versions of late 2025 and of 2026 alike), and its plain DeepSeek-R1 scripts'
+    /// (C + ISL + 127) / 64 × 64 tokens, at least 8192. An MTP script's budget
+    /// ([`MtpScript`]) replaces the latter.
     pub(super) fn max_num_tokens(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<u64> {
-        let gpt_oss_trtllm = p.backend == "trtllm" && t.script_model.contains("gpt-oss");
         let scripted = matches!(p.system.as_str(), "b200_sxm" | "h200_sxm");
-        (self.inferencex() && gpt_oss_trtllm && scripted).then_some(20_000)
+        if !self.inferencex() || p.backend != "trtllm" || !scripted {
+            return None;
+        }
+        let model = &t.script_model;
+        if model.contains("gpt-oss") {
+            Some(20_000)
+        } else if model.contains("deepseek-r1") {
+            let conc = u64::from(p.workload.concurrency.unwrap_or(1));
+            let tokens = (conc + u64::from(p.workload.isl) + 127) / 64 * 64;
+            Some(tokens.max(8192))
+        } else {
+            None
+        }
     }
 
     /// The SGLang server a row's pool ran as (`None`: SGLang's defaults). The receive

@@ -863,6 +863,17 @@ fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
         keys(&run(tp, &mtp).0),
         (Some(3.into()), 64.into(), 8512.into())
     );
+    // The plain script's budget: (64 + 8192 + 127) / 64 × 64 = 8320 tokens; at ISL 1024 its
+    // floor, 8192.
+    let plain_scripts = Options {
+        launch: LaunchSettings::InferenceXPlain,
+        ..Options::default()
+    };
+    assert_eq!(
+        keys(&run(tp, &plain_scripts).0),
+        (None, 64.into(), 8320.into())
+    );
+    assert_eq!(keys(&run(dp, &plain_scripts).0).2, 8192);
     // B200: with attention DP the FP4 script divides by 4, the FP8 one by 8 (below those, the
     // concurrency itself).
     let b200 = |row: &str, quant: &str| {
@@ -897,10 +908,6 @@ fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
         )),
         "{notes:?}"
     );
-    let plain_scripts = Options {
-        launch: LaunchSettings::InferenceXPlain,
-        ..Options::default()
-    };
     let (e, _) = run(&dated("2026-01-14"), &plain_scripts);
     assert_eq!(keys(&e).0, None);
     assert_eq!(e["trtllm"]["attention_dp_enable_balance"], true);
