@@ -9,8 +9,9 @@
 //!   ([`AicCatalog::version_for`]);
 //! * prefix caching off, `max_num_batched_tokens` 8192 (or a launch script's own budget,
 //!   [`LaunchSettings`]) and `max_num_seqs` = the concurrency (the benchmark servers'
-//!   `--no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs $CONC`), the KV pool from AIC's memory model at the engines' default memory
-//!   fraction (0.9 of the GPU for vLLM, as the servers' `--gpu-memory-utilization 0.9`);
+//!   `--no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs $CONC`), the KV
+//!   pool from AIC's memory model at the engines' default memory fraction (0.9 of the GPU for
+//!   vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
 //! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
 //! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting and attention-DP

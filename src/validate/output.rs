@@ -62,7 +62,8 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
     })?;
     let launch = LaunchSettings::parse(&args.options.launch_settings).ok_or_else(|| {
         InputError::new(format!(
-            "--launch-settings must be inferencex, inferencex-mtp, inferencex-plain or none, got {:?}",
+            "--launch-settings must be inferencex, inferencex-mtp, inferencex-plain or none, \
+             got {:?}",
             args.options.launch_settings
         ))
     })?;
