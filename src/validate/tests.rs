@@ -484,16 +484,21 @@ fn absurd_parallelism_does_not_overflow() {
     }
 }
 
-#[test]
-fn vllm_rows_with_experts_beyond_their_tp_are_attention_dp() {
-    let p = |tp, dp, mtp, mep| Parallel {
+/// One worker of TP `tp` × attention DP `dp`, its MoE split MoE TP `mtp` × EP `mep`.
+fn one_worker(tp: u32, dp: u32, mtp: u32, mep: u32) -> Parallel {
+    Parallel {
         num_workers: 1,
         tp,
         pp: 1,
         attention_dp: dp,
         moe_tp: Some(mtp),
         moe_ep: Some(mep),
-    };
+    }
+}
+
+#[test]
+fn vllm_rows_with_experts_beyond_their_tp_are_attention_dp() {
+    let p = one_worker;
     assert_eq!(p(1, 1, 2, 1).vllm_experts_over_dp(), Some(p(1, 2, 2, 1)));
     assert_eq!(p(2, 1, 4, 1).vllm_experts_over_dp(), Some(p(2, 2, 4, 1)));
     assert_eq!(p(1, 1, 1, 4).vllm_experts_over_dp(), Some(p(1, 4, 1, 4)));
@@ -535,14 +540,7 @@ fn vllm_rows_with_experts_beyond_their_tp_are_attention_dp() {
 
 #[test]
 fn tp_ep_rows_stored_as_n_squared_are_n_gpus() {
-    let p = |tp, dp, mtp, mep| Parallel {
-        num_workers: 1,
-        tp,
-        pp: 1,
-        attention_dp: dp,
-        moe_tp: Some(mtp),
-        moe_ep: Some(mep),
-    };
+    let p = one_worker;
     // tp8-ep8 stored as TP 64, MoE TP 8 × EP 8: 8 GPUs, experts over 8.
     for ix in [true, false] {
         assert_eq!(p(64, 1, 8, 8).normalised(ix), p(8, 1, 1, 8));
