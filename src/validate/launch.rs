@@ -53,6 +53,13 @@ pub enum LaunchSettings {
 /// against 32.7 % on B200; 2026-12-05, docs/accuracy.md).
 pub const MTP_SCRIPTS_SINCE: &str = "2026-01-07";
 
+/// The `--max_num_tokens` of InferenceX's DeepSeek-R1 TRT-LLM scripts, plain and MTP:
+/// `(decode_tokens + ISL + 64 + 63) / 64 × 64`, the decode tokens being the concurrency in the
+/// plain scripts and (draft tokens + 1) × the batch in the MTP ones.
+fn dsr1_script_budget(decode_tokens: u64, isl: u32) -> u64 {
+    (decode_tokens + u64::from(isl) + 127) / 64 * 64
+}
+
 /// What an InferenceX MTP launch script sets that the simulation has keys for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MtpScript {
@@ -143,7 +150,7 @@ impl LaunchSettings {
             _ => return None,
         };
         let nextn = if dp { 1 } else { 3 };
-        let tokens = ((u64::from(nextn) + 1) * batch + u64::from(p.workload.isl) + 127) / 64 * 64;
+        let tokens = dsr1_script_budget((u64::from(nextn) + 1) * batch, p.workload.isl);
         Some(MtpScript {
             nextn,
             max_batch_size: batch,
@@ -232,8 +239,7 @@ impl LaunchSettings {
             Some(20_000)
         } else if model.contains("deepseek-r1") {
             let conc = u64::from(p.workload.concurrency.unwrap_or(1));
-            let tokens = (conc + u64::from(p.workload.isl) + 127) / 64 * 64;
-            Some(tokens.max(8192))
+            Some(dsr1_script_budget(conc, p.workload.isl).max(8192))
         } else {
             None
         }
