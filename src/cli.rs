@@ -226,6 +226,12 @@ pub struct MeasuredOptions {
         value_name = "SETTINGS"
     )]
     pub launch_settings: String,
+    /// Table rows with attention DP: who picks a request's DP rank (engine = the worker, as
+    /// its engine does serving alone, as the measured servers did: TRT-LLM's attention-DP
+    /// router, vLLM's data-parallel load balancer, SGLang's round robin; router = the round
+    /// robin over every (worker, rank), as DynoSim's frontend).
+    #[arg(long, default_value = "engine", value_name = "WHO")]
+    pub dp_rank_routing: String,
     /// Parallel simulations [default: number of CPUs].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,

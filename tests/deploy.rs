@@ -364,6 +364,19 @@ fn simulation_only_overheads_are_noted_not_launched() {
 }
 
 #[test]
+fn an_engines_own_dp_rank_routing_is_noted_not_launched() {
+    let (yaml, readme) = deployed_engine(
+        "dp_size: 2
+  dp_rank_routing: engine",
+    );
+    assert!(!yaml.contains("dp_rank_routing"), "{yaml}");
+    assert!(
+        readme.contains("dp_rank_routing = engine simulated each worker placing requests"),
+        "{readme}"
+    );
+}
+
+#[test]
 fn simulated_multi_token_prediction_is_noted_not_launched() {
     let (yaml, readme) = deployed_engine("aic_nextn: 2");
     assert!(!yaml.contains("speculative"), "{yaml}");

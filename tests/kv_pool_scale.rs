@@ -17,18 +17,8 @@ fn report(dir: &Path, engine_args: &str) -> Value {
         .args(["--report-json", "r.json"])
         .output()
         .unwrap();
-    let mut r = common::report_of(&out, &dir.join("r.json")).0;
     // The simulator's own speed, not the simulation.
-    if let Value::Object(m) = &mut r {
-        for k in [
-            "wall_time_ms",
-            "processed_tokens_per_s",
-            "processed_output_tokens_per_s",
-        ] {
-            m.remove(k);
-        }
-    }
-    r
+    common::simulated_only(common::report_of(&out, &dir.join("r.json")).0)
 }
 
 #[test]

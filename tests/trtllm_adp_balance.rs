@@ -5,36 +5,13 @@
 
 mod common;
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
 
 fn run(trtllm: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
     let engine = format!(
         r#"{{"engine_type":"trtllm","dp_size":4,"block_size":32,"num_gpu_blocks":4096,"trtllm":{trtllm}}}"#
     );
-    let out = cargo_bin_cmd!("dynosim")
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "--input-tokens",
-            "512",
-            "--output-tokens",
-            "64",
-            "--random-range-ratio",
-            "0.5",
-            "--request-count",
-            "160",
-            "--replay-concurrency",
-            "16",
-            "--extra-engine-args",
-            &engine,
-            "--report-json",
-            "r.json",
-        ])
-        .output()
-        .unwrap();
-    common::report_of(&out, &dir.path().join("r.json")).0
+    common::run_160_requests(&engine, 16, &[])
 }
 
 fn num(r: &Value, k: &str) -> f64 {

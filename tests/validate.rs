@@ -365,6 +365,14 @@ fn bad_inputs_exit_2_and_write_nothing() {
             "--memory-model must be server or aic",
         ),
         (
+            vec![
+                data(AIPERF).display().to_string(),
+                "--dp-rank-routing".into(),
+                "worker".into(),
+            ],
+            "--dp-rank-routing must be engine or router",
+        ),
+        (
             vec![dir.path().join("missing.csv").display().to_string()],
             "cannot read it",
         ),

@@ -380,6 +380,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "kv_cache_dtype": args.options.kv_cache_dtype,
         "memory_model": args.options.memory_model,
         "launch_settings": args.options.launch_settings,
+        "dp_rank_routing": args.options.dp_rank_routing,
         // Corrections are fitted on the engine's passes alone (validate's --dispatch-overhead
         // none); a calibrated family drops validate's dispatch model.
         "dispatch_overhead": "none",

@@ -60,6 +60,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "decode_pass_overhead_ms",
     "decode_time_scale",
     "kv_pool_scale",
+    "dp_rank_routing",
     "sglang",
     "trtllm",
     "g1_backend",
@@ -280,6 +281,15 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         o.int("dp_size", 1, super::limits::MAX_ENGINE_RANKS)?,
     )? {
         a.dp_size = n as u32;
+    }
+    if let Some(m) = o.non_null(
+        "dp_rank_routing",
+        o.choice("dp_rank_routing", &["router", "engine"], false)?,
+    )? {
+        a.dp_rank_routing = match m {
+            "engine" => super::DpRankRouting::Engine,
+            _ => super::DpRankRouting::Router,
+        };
     }
     // Only used when a planner adds workers; dynosim has no planner.
     o.float("startup_time", 0.0, f64::INFINITY)?;

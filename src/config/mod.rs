@@ -194,6 +194,10 @@ pub struct EngineArgs {
     /// `engine_type` trtllm only, acting with `dp_size` > 1; DynoSim ignores them; off by default).
     #[serde(skip_serializing_if = "AdpBalance::is_off")]
     pub adp_balance: AdpBalance,
+    /// dynosim's `dp_rank_routing` (not a DynoSim key; `router` = DynoSim): who picks a
+    /// request's DP rank when `dp_size` > 1 and the pool routes round robin.
+    #[serde(skip_serializing_if = "DpRankRouting::is_router")]
+    pub dp_rank_routing: DpRankRouting,
     /// DynoSim's multi-token prediction (`aic_nextn`, `aic_nextn_accept_rates`, `aic_mtp_seed`):
     /// each decode pass emits a burst of accepted tokens per sequence. `None` = off.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,6 +237,7 @@ impl Default for EngineArgs {
             decode_time_scale: 1.0,
             batch_wait: BatchWait::default(),
             adp_balance: AdpBalance::default(),
+            dp_rank_routing: DpRankRouting::Router,
             mtp: None,
             timing: Timing::default(),
         }
@@ -306,6 +311,34 @@ impl AdpBalance {
 
     pub fn is_off(&self) -> bool {
         !self.enabled
+    }
+}
+
+/// Who picks the DP rank of a request to a worker with several (`dp_rank_routing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DpRankRouting {
+    /// DynoSim's: the pool's router picks a (worker, DP rank) target, as Dynamo's frontend
+    /// names the rank.
+    #[default]
+    Router,
+    /// The round robin picks the worker and the worker picks the rank, as its engine does when
+    /// it serves alone: TRT-LLM's attention-DP router, vLLM's data-parallel load balancer,
+    /// SGLang's round robin. A KV router still picks the rank itself.
+    Engine,
+}
+
+impl DpRankRouting {
+    pub fn is_router(&self) -> bool {
+        *self == DpRankRouting::Router
+    }
+
+    /// The `dp_rank_routing` value naming it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DpRankRouting::Router => "router",
+            DpRankRouting::Engine => "engine",
+        }
     }
 }
 

@@ -291,6 +291,14 @@ fn pool(
             ));
         }
     }
+    if dp > 1 && e["dp_rank_routing"].as_str() == Some("engine") {
+        notes.push(
+            "dp_rank_routing = engine simulated each worker placing requests on its DP ranks \
+             itself, as its engine does when no router names the rank: not a launch setting \
+             (Dynamo's KV router names the rank)"
+                .into(),
+        );
+    }
     if let Some(n) = u64_of(&e["mtp"], "nextn") {
         notes.push(format!(
             "multi-token prediction was simulated (aic_nextn = {n}): the launch line does not \

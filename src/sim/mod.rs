@@ -9,6 +9,7 @@
 
 mod adp_balance;
 mod collector;
+mod dp_routing;
 pub(crate) mod driver;
 pub(crate) mod early_stop;
 mod handoff;
@@ -120,6 +121,8 @@ struct Pool {
     num_workers: u32,
     dp: u32,
     router: PoolRouter,
+    /// The workers' own DP-rank assignment (`dp_rank_routing: "engine"` with round robin).
+    dp_routing: Option<dp_routing::EngineDpRouting>,
     /// Requests waiting in the router queue: (key, order, request).
     queue: Vec<(f64, u64, u32)>,
 }
@@ -683,7 +686,63 @@ impl<'w> Sim<'w> {
     }
 
     fn dispatch(&mut self, p: usize, req: u32) {
-        let decision = self.route(p, req);
+        let workers = self.pools[p].num_workers;
+        let decision = match self.pools[p].dp_routing.as_mut() {
+            Some(d) => {
+                let worker = d.next_worker(workers);
+                let Some(target) = self.engine_rank(p, worker, req) else {
+                    if let Some(d) = self.pools[p].dp_routing.as_mut() {
+                        d.hold(worker, req);
+                    }
+                    return;
+                };
+                Decision {
+                    target,
+                    overlap_tokens: 0,
+                }
+            }
+            None => self.route(p, req),
+        };
+        self.place(p, req, decision);
+    }
+
+    /// The target (`worker × ranks + rank`) of `worker` that its engine puts `req` on, counted
+    /// there; `None` while none of its ranks has room.
+    fn engine_rank(&mut self, p: usize, worker: u32, req: u32) -> Option<usize> {
+        let pool = &mut self.pools[p];
+        let d = pool.dp_routing.as_mut().expect("engine DP routing");
+        let ranks = &self.workers[(pool.first_worker + worker) as usize].ranks;
+        let rank = d.pick(worker, |r| ranks[r as usize].num_waiting())?;
+        let target = worker * pool.dp + rank;
+        d.placed(target, self.w.requests[req as usize].input_length);
+        Some(target as usize)
+    }
+
+    /// Places the requests parked on pool `p`'s workers, oldest first, while ranks have room.
+    fn place_held(&mut self, p: usize) {
+        for worker in 0..self.pools[p].num_workers {
+            while let Some(req) = self.pools[p]
+                .dp_routing
+                .as_ref()
+                .and_then(|d| d.first_held(worker))
+            {
+                let Some(target) = self.engine_rank(p, worker, req) else {
+                    break;
+                };
+                if let Some(d) = self.pools[p].dp_routing.as_mut() {
+                    d.next_held(worker);
+                }
+                let decision = Decision {
+                    target,
+                    overlap_tokens: 0,
+                };
+                self.place(p, req, decision);
+            }
+        }
+    }
+
+    /// Hands `req` to the target `decision` names.
+    fn place(&mut self, p: usize, req: u32, decision: Decision) {
         let r = &self.w.requests[req as usize];
         let pool = &mut self.pools[p];
         let wi = pool.first_worker + decision.target as u32 / pool.dp;
@@ -715,6 +774,7 @@ impl<'w> Sim<'w> {
 
     /// Routes queued requests while the pool is not all busy (spec §6.5).
     fn drain_queue(&mut self, p: usize) {
+        self.place_held(p);
         loop {
             let pool = &self.pools[p];
             if pool.queue.is_empty() {
@@ -1057,6 +1117,10 @@ impl<'w> Sim<'w> {
     fn release_request(&mut self, p: usize, req: u32) {
         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
             r.free(req, self.prompts.of(req), self.now);
+        }
+        if let Some(d) = self.pools[p].dp_routing.as_mut() {
+            let target = self.target_of[req as usize];
+            d.released(target, self.w.requests[req as usize].input_length);
         }
     }
 

@@ -7,7 +7,7 @@ use super::collector::Collector;
 use super::driver::{self, Driver};
 use super::{EarlyCheck, Handoff, Pool, PoolRouter, Role, Sim, SimOptions, Worker};
 use crate::config::{
-    EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
+    DpRankRouting, EngineArgs, KvTransferTimingMode, RouterConfig, RouterMode, SimConfig, Topology,
 };
 use crate::engine::scheduler::Scheduler;
 use crate::engine::vllm::PassOutput;
@@ -201,6 +201,16 @@ fn add_pool(
             balancer: super::adp_balance::Balancer::new(args.adp_balance, args.dp_size),
         });
     }
+    let dp_routing =
+        (router_cfg.is_none() && args.dp_size > 1 && args.dp_rank_routing == DpRankRouting::Engine)
+            .then(|| {
+                super::dp_routing::EngineDpRouting::new(
+                    args.engine_type,
+                    n,
+                    args.dp_size,
+                    args.max_num_seqs,
+                )
+            });
     let router = match router_cfg {
         Some(rc) => PoolRouter::Kv(Box::new(KvRouter::new(
             &rc,
@@ -216,6 +226,7 @@ fn add_pool(
         num_workers: n,
         dp: args.dp_size,
         router,
+        dp_routing,
         queue: Vec::new(),
     })
 }

@@ -25,6 +25,7 @@ use super::catalog::AicCatalog;
 use super::points::{Deployment, FlagDeployment, MeasuredPoint, Parallel, TableDeployment};
 use super::{Correction, Options};
 use crate::cli::{Cli, Command, RouterModeArg, RunArgs};
+use crate::config::DpRankRouting;
 use crate::error::InputError;
 use clap::Parser;
 use serde::Serialize;
@@ -640,6 +641,9 @@ fn from_table(
         if pool.attention_dp > 1 {
             set("aic_attention_dp_size", json!(pool.attention_dp));
             set("dp_size", json!(pool.attention_dp));
+            if opts.dp_rank_routing == DpRankRouting::Engine {
+                set("dp_rank_routing", json!("engine"));
+            }
         }
         if let Some(ep) = ep_for_tp(pool) {
             set("aic_moe_tp_size", json!(1));

@@ -44,6 +44,7 @@ pub use points::{
 pub use simulate::{simulate, Validator};
 pub use summary::{summarize, GroupSummary};
 
+use crate::config::DpRankRouting;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -63,6 +64,8 @@ pub struct Options {
     pub dispatch_overhead: DispatchOverhead,
     /// The scheduler settings of table rows' servers (`--launch-settings`).
     pub launch: LaunchSettings,
+    /// Who picks the DP rank of table rows' requests (`--dp-rank-routing`).
+    pub dp_rank_routing: DpRankRouting,
     /// `max_num_batched_tokens` of table rows (the measured servers' 8192).
     pub max_num_batched_tokens: u64,
     /// `--seed` of every run (router tie-breaking) and `--arrival-seed` (lengths, arrivals).
@@ -80,6 +83,7 @@ impl Default for Options {
             memory_model: MemoryModel::Server,
             dispatch_overhead: DispatchOverhead::VllmSglang,
             launch: LaunchSettings::InferenceX,
+            dp_rank_routing: DpRankRouting::Engine,
             max_num_batched_tokens: 8192,
             seed: 42,
             jobs: None,

@@ -13,6 +13,7 @@ use super::points::{read_inputs, FlagDeployment, MeasuredPoint};
 use super::summary::{render, summarize, GroupSummary};
 use super::{Corrections, Options, PointResult, Validator};
 use crate::cli::ValidateArgs;
+use crate::config::DpRankRouting;
 use crate::error::InputError;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -67,6 +68,15 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.options.launch_settings
         ))
     })?;
+    let dp_rank_routing = match args.options.dp_rank_routing.as_str() {
+        "engine" => DpRankRouting::Engine,
+        "router" => DpRankRouting::Router,
+        other => {
+            return Err(InputError::new(format!(
+                "--dp-rank-routing must be engine or router, got {other:?}"
+            )))
+        }
+    };
     if args.options.jobs == Some(0) {
         return Err(InputError::new("--jobs must be >= 1, got 0"));
     }
@@ -77,6 +87,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         memory_model,
         dispatch_overhead: dispatch,
         launch,
+        dp_rank_routing,
         max_num_batched_tokens: 8192,
         seed: args.options.seed,
         jobs: args.options.jobs,
@@ -368,6 +379,7 @@ pub fn json_text(
             "memory_model": opts.memory_model.name(),
             "dispatch_overhead": opts.dispatch_overhead.name(),
             "launch_settings": opts.launch.name(),
+            "dp_rank_routing": opts.dp_rank_routing.name(),
             "max_num_batched_tokens": opts.max_num_batched_tokens,
             "seed": opts.seed,
         },

@@ -821,6 +821,25 @@ fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
 }
 
 #[test]
+fn rows_with_attention_dp_place_requests_as_their_engine_does() {
+    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let routing = |row: &str, opts: &Options| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], opts, Some(&catalog())).unwrap();
+        r.extra_engine_args.unwrap().get("dp_rank_routing").cloned()
+    };
+    // The measured servers ran without a Dynamo router: each engine placed its requests.
+    assert_eq!(routing(dp, &Options::default()), Some("engine".into()));
+    assert_eq!(routing(tp, &Options::default()), None);
+    let router = Options {
+        dp_rank_routing: crate::config::DpRankRouting::Router,
+        ..Options::default()
+    };
+    assert_eq!(routing(dp, &router), None);
+}
+
+#[test]
 fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
     // H200 FP8: TP 1 × attention DP 8 at concurrency 256 (32 per rank), and TP 8 at 64.
     let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";

@@ -52,3 +52,42 @@ pub fn report_of(out: &Output, report: &Path) -> (Value, String) {
     let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
     (v, stderr)
 }
+
+/// Drops a report's fields that measure the simulator's own speed (wall time and the rates
+/// over it), leaving what was simulated.
+pub fn simulated_only(mut report: Value) -> Value {
+    if let Value::Object(m) = &mut report {
+        for k in [
+            "wall_time_ms",
+            "processed_tokens_per_s",
+            "processed_output_tokens_per_s",
+        ] {
+            m.remove(k);
+        }
+    }
+    report
+}
+
+/// The report of a `dynosim run` (which must succeed) of 160 synthetic requests, lengths drawn
+/// around 512 prompt and 64 output tokens (`--random-range-ratio 0.5`), at closed-loop
+/// `concurrency` on one worker of `engine_args`, plus `extra` flags; simulated fields only
+/// ([`simulated_only`]).
+pub fn run_160_requests(engine_args: &str, concurrency: u32, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let c = concurrency.to_string();
+    let out = assert_cmd::cargo::cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(["run", "--input-tokens", "512", "--output-tokens", "64"])
+        .args(["--random-range-ratio", "0.5", "--request-count", "160"])
+        .args([
+            "--replay-concurrency",
+            &c,
+            "--extra-engine-args",
+            engine_args,
+        ])
+        .args(["--report-json", "r.json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    simulated_only(report_of(&out, &dir.path().join("r.json")).0)
+}
