@@ -105,3 +105,34 @@ fn an_unknown_value_is_refused_with_the_key() {
         "{err}"
     );
 }
+
+#[test]
+fn requests_waiting_for_a_free_rank_count_as_waiting_for_admission() {
+    // 100 arrivals 2 ms apart on 4 TRT-LLM ranks of 4 slots, cut at 1 s: 16 run, and every
+    // other unfinished request waits for a slot (unassigned, as in TRT-LLM's request queue).
+    let dir = tempfile::tempdir().unwrap();
+    let trace: String = (0..100)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\":{},\"input_length\":512,\"output_length\":64,\"hash_ids\":[{}]}}\n",
+                2 * i,
+                i
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("t.jsonl"), trace).unwrap();
+    let out = cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(["run", "t.jsonl", "--max-sim-time-seconds", "1"])
+        .args(["--extra-engine-args", &engine("trtllm", 4, 4, "engine")])
+        .args(["--report-json", "r.json"])
+        .output()
+        .unwrap();
+    let (r, stderr) = common::report_of(&out, &dir.path().join("r.json"));
+    let unfinished = num(&r, "unfinished_requests");
+    assert!(unfinished > 16.0, "{r}");
+    assert_eq!(num(&r, "arrived_requests"), 100.0);
+    assert_eq!(num(&r, "completed_requests") + unfinished, 100.0);
+    assert_eq!(num(&r, "unfinished_waiting_requests"), unfinished - 16.0);
+    assert!(stderr.contains("16 in flight"), "{stderr}");
+}

@@ -131,6 +131,11 @@ impl EngineDpRouting {
         self.held[worker as usize].front().copied()
     }
 
+    /// Requests parked on any worker.
+    pub(super) fn num_held(&self) -> usize {
+        self.held.iter().map(VecDeque::len).sum()
+    }
+
     /// A request of `isl` prompt tokens placed on `target`.
     pub(super) fn placed(&mut self, target: u32, isl: u32) {
         self.active[target as usize] += 1;
@@ -222,6 +227,7 @@ mod tests {
         d.hold(1, 7);
         d.hold(1, 3);
         assert_eq!((d.first_held(1), d.first_held(0)), (Some(7), None));
+        assert_eq!(d.num_held(), 2);
         assert_eq!(d.next_held(1), Some(7));
         assert_eq!(d.next_held(1), Some(3));
         assert_eq!(d.next_held(1), None);

@@ -534,8 +534,9 @@ impl<'w> Sim<'w> {
         }
     }
 
-    /// Requests waiting for admission when the run ends: in a router queue, an engine's
-    /// waiting queue, or for a decode reservation.
+    /// Requests waiting for admission when the run ends: in a router queue, parked on a worker
+    /// until one of its DP ranks has room, in an engine's waiting queue, or for a decode
+    /// reservation.
     fn waiting_requests(&self) -> u64 {
         let engines: usize = self
             .workers
@@ -548,7 +549,11 @@ impl<'w> Sim<'w> {
             .iter()
             .map(|w| w.pending_reservations.len())
             .sum();
-        let routers: usize = self.pools.iter().map(|p| p.queue.len()).sum();
+        let routers: usize = self
+            .pools
+            .iter()
+            .map(|p| p.queue.len() + p.dp_routing.as_ref().map_or(0, |d| d.num_held()))
+            .sum();
         (engines + reservations + routers) as u64
     }
 
