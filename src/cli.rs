@@ -215,7 +215,8 @@ pub struct MeasuredOptions {
     /// Qwen3.5 and GLM-5, one wave of C prompts for Qwen3.5 on B300 in the runs the table
     /// marks work in progress, wip=True, and 5 x C prompts for GLM-5 on H200, and TRT-LLM
     /// DeepSeek-R1 rows measured on or after 2026-01-07, when InferenceX's MTP scripts landed,
-    /// as those scripts ran them (multi-token prediction, their batch size and token budget);
+    /// as those scripts ran them (multi-token prediction, their batch size and token budget),
+    /// but B200 FP4 rows of TRT-LLM 1.2.0rc6.post2, a container only its plain script ran;
     /// inferencex-mtp / inferencex-plain = the same, with every TRT-LLM DeepSeek-R1 row run as
     /// the MTP / plain scripts ran them; none = the engines' defaults and
     /// --prompts-per-concurrency everywhere).

@@ -696,6 +696,9 @@ fn from_table(
             m.max_num_tokens
         ));
     }
+    if let Some(why) = opts.launch.plain_only_container(p, t) {
+        r.notes.push(why);
+    }
     match t.pools.as_slice() {
         [agg] => {
             r.extra_engine_args = Some(engine(agg, None));

@@ -27,8 +27,9 @@ pub enum LaunchSettings {
     /// * SGLang, GLM-5: its `glm5_fp8_*` scripts' memory fraction and prefill budgets, and on
     ///   H200 its client's `$((CONC * 5))` prompts;
     /// * TRT-LLM, DeepSeek-R1 on H200 and B200 measured on or after `MTP_SCRIPTS_SINCE`: as
-    ///   InferenceX's MTP scripts ran them (`MtpScript`); earlier rows, and rows whose
-    ///   source gives no date, as its plain scripts;
+    ///   InferenceX's MTP scripts ran them (`MtpScript`); earlier rows, rows whose source
+    ///   gives no date, and B200 FP4 rows of the container only its plain script ran
+    ///   (`B200_FP4_PLAIN_ONLY_TRTLLM`), as its plain scripts;
     ///
     /// every other row with the engines' defaults.
     #[default]
@@ -52,6 +53,14 @@ pub enum LaunchSettings {
 /// FP4 and FP8), the earlier ones the plain scripts (9.7 % against 14.5 % on H200, 25.0 %
 /// against 32.7 % on B200; 2026-12-05, docs/accuracy.md).
 pub const MTP_SCRIPTS_SINCE: &str = "2026-01-07";
+
+/// The TRT-LLM container that InferenceX's plain DeepSeek-R1 FP4 script for B200 ran
+/// (`dsr1-fp4-b200-trt`, moved to it from 1.1.0rc2.post2 by its pull request 620) and its FP4
+/// MTP script never did (`dsr1-fp4-b200-trt-mtp` went from 1.1.0rc2.post2 straight to
+/// 1.2.0rc6.post3, pull request 642; its perf-changelog). A B200 FP4 row measured with it ran
+/// the plain script whatever its date; its 23 rows fit plain on TPOT (16 without attention DP:
+/// 6.7 % against 15.6 % MTP; 2026-12-05, docs/accuracy.md).
+pub const B200_FP4_PLAIN_ONLY_TRTLLM: &str = "1.2.0rc6.post2";
 
 /// The `--max_num_tokens` of InferenceX's DeepSeek-R1 TRT-LLM scripts, plain and MTP:
 /// `(decode_tokens + ISL + 64 + 63) / 64 × 64`, the decode tokens being the concurrency in the
@@ -100,16 +109,43 @@ impl LaunchSettings {
 
     /// Whether a row ran InferenceX's MTP script where it has one: every row under
     /// `inferencex-mtp`; under `inferencex` the rows measured on or after
-    /// [`MTP_SCRIPTS_SINCE`].
-    fn mtp_script_ran(self, t: &TableDeployment) -> bool {
+    /// [`MTP_SCRIPTS_SINCE`] but those of a container only the plain script ran
+    /// ([`Self::plain_only_container`]).
+    fn mtp_script_ran(self, p: &MeasuredPoint, t: &TableDeployment) -> bool {
         match self {
             LaunchSettings::InferenceXMtp => true,
-            LaunchSettings::InferenceX => t
-                .measured
-                .as_deref()
-                .is_some_and(|day| day >= MTP_SCRIPTS_SINCE),
+            LaunchSettings::InferenceX => {
+                self.after_mtp_scripts(t) && self.plain_only_container(p, t).is_none()
+            }
             LaunchSettings::InferenceXPlain | LaunchSettings::None => false,
         }
+    }
+
+    /// Under `inferencex`, a row measured on or after [`MTP_SCRIPTS_SINCE`].
+    fn after_mtp_scripts(self, t: &TableDeployment) -> bool {
+        self == LaunchSettings::InferenceX
+            && t.measured
+                .as_deref()
+                .is_some_and(|day| day >= MTP_SCRIPTS_SINCE)
+    }
+
+    /// Why a TRT-LLM DeepSeek-R1 row measured since the MTP scripts landed still runs as the
+    /// plain script under `inferencex` (`None`: it does not, or it was not measured since):
+    /// a B200 FP4 row of [`B200_FP4_PLAIN_ONLY_TRTLLM`], for its `notes`.
+    pub fn plain_only_container(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<String> {
+        let plain_only = p.backend == "trtllm"
+            && t.script_model.contains("deepseek-r1")
+            && p.system == "b200_sxm"
+            && t.gemm_quant.contains("fp4")
+            && p.backend_version == B200_FP4_PLAIN_ONLY_TRTLLM;
+        (plain_only && self.after_mtp_scripts(t)).then(|| {
+            format!(
+                "run as InferenceX's plain script though measured after its MTP scripts landed: \
+                 TRT-LLM {B200_FP4_PLAIN_ONLY_TRTLLM} ran its plain B200 FP4 script (its pull \
+                 request 620), never its FP4 MTP script (1.1.0rc2.post2 to 1.2.0rc6.post3, pull \
+                 request 642); --launch-settings inferencex-mtp runs it as MTP"
+            )
+        })
     }
 
     /// Why a row runs as an MTP script, for its `notes`.
@@ -126,7 +162,7 @@ impl LaunchSettings {
     /// The MTP script a row's pool ran as (`None`: no MTP): TRT-LLM DeepSeek-R1 on H200 (FP8)
     /// and B200 (FP8 or FP4), where `mtp_script_ran`.
     pub fn mtp(self, p: &MeasuredPoint, t: &TableDeployment, pool: &Parallel) -> Option<MtpScript> {
-        if !self.mtp_script_ran(t)
+        if !self.mtp_script_ran(p, t)
             || p.backend != "trtllm"
             || !t.script_model.contains("deepseek-r1")
         {

@@ -943,6 +943,33 @@ fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
     );
     let (e, _) = run(&gap, &Options::default());
     assert_eq!(keys(&e).0, None);
+    // B200 FP4 rows of TRT-LLM 1.2.0rc6.post2, a container only InferenceX's plain FP4 script
+    // ran, are plain whatever their date; the same rows of 1.2.0rc6.post3, and FP8 rows of
+    // either, are MTP runs.
+    let version = |quant: &str, v: &str| {
+        b200(&dated("2026-02-03"), quant).replacen(",1.1.0rc2.post2,", &format!(",{v},"), 1)
+    };
+    let (e, notes) = run(&version("nvfp4", "1.2.0rc6.post2"), &Options::default());
+    assert_eq!(keys(&e).0, None);
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "run as InferenceX's plain script though measured after its MTP scripts landed: \
+             TRT-LLM 1.2.0rc6.post2"
+        )),
+        "{notes:?}"
+    );
+    assert_eq!(
+        keys(&run(&version("nvfp4", "1.2.0rc6.post2"), &mtp).0).0,
+        Some(1.into())
+    );
+    for (quant, v) in [("nvfp4", "1.2.0rc6.post3"), ("fp8", "1.2.0rc6.post2")] {
+        let (e, notes) = run(&version(quant, v), &Options::default());
+        assert_eq!(keys(&e).0, Some(1.into()), "{quant} {v}");
+        assert!(
+            !notes.iter().any(|n| n.contains("plain script")),
+            "{notes:?}"
+        );
+    }
     // Other backends: no MTP.
     let sglang = dp.replacen(",trtllm,", ",sglang,", 1);
     assert_eq!(keys(&run(&sglang, &mtp).0).0, None);
