@@ -282,14 +282,12 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
     )? {
         a.dp_size = n as u32;
     }
+    let routings = super::DpRankRouting::ALL.map(super::DpRankRouting::name);
     if let Some(m) = o.non_null(
         "dp_rank_routing",
-        o.choice("dp_rank_routing", &["router", "engine"], false)?,
+        o.choice("dp_rank_routing", &routings, false)?,
     )? {
-        a.dp_rank_routing = match m {
-            "engine" => super::DpRankRouting::Engine,
-            _ => super::DpRankRouting::Router,
-        };
+        a.dp_rank_routing = super::DpRankRouting::parse(m).unwrap_or_default();
     }
     // Only used when a planner adds workers; dynosim has no planner.
     o.float("startup_time", 0.0, f64::INFINITY)?;

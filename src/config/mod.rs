@@ -333,6 +333,14 @@ impl DpRankRouting {
         *self == DpRankRouting::Router
     }
 
+    /// Both, in the order their names are listed.
+    pub const ALL: [DpRankRouting; 2] = [DpRankRouting::Router, DpRankRouting::Engine];
+
+    /// The routing a `dp_rank_routing` value names ([`DpRankRouting::name`]).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == s)
+    }
+
     /// The `dp_rank_routing` value naming it.
     pub fn name(self) -> &'static str {
         match self {

@@ -696,7 +696,7 @@ fn from_table(
             m.max_num_tokens
         ));
     }
-    if let Some(why) = opts.launch.plain_only_container(p, t) {
+    if let Some(why) = opts.launch.plain_only_reason(p, t) {
         r.notes.push(why);
     }
     match t.pools.as_slice() {

@@ -62,6 +62,16 @@ pub const MTP_SCRIPTS_SINCE: &str = "2026-01-07";
 /// 6.7 % against 15.6 % MTP; 2026-12-05, docs/accuracy.md).
 pub const B200_FP4_PLAIN_ONLY_TRTLLM: &str = "1.2.0rc6.post2";
 
+/// Whether a TRT-LLM DeepSeek-R1 row ran a container only InferenceX's plain script ran: a
+/// B200 FP4 row of [`B200_FP4_PLAIN_ONLY_TRTLLM`].
+fn plain_only_container(p: &MeasuredPoint, t: &TableDeployment) -> bool {
+    p.backend == "trtllm"
+        && t.script_model.contains("deepseek-r1")
+        && p.system == "b200_sxm"
+        && t.gemm_quant.contains("fp4")
+        && p.backend_version == B200_FP4_PLAIN_ONLY_TRTLLM
+}
+
 /// The `--max_num_tokens` of InferenceX's DeepSeek-R1 TRT-LLM scripts, plain and MTP:
 /// `(decode_tokens + ISL + 64 + 63) / 64 × 64`, the decode tokens being the concurrency in the
 /// plain scripts and (draft tokens + 1) × the batch in the MTP ones.
@@ -110,13 +120,11 @@ impl LaunchSettings {
     /// Whether a row ran InferenceX's MTP script where it has one: every row under
     /// `inferencex-mtp`; under `inferencex` the rows measured on or after
     /// [`MTP_SCRIPTS_SINCE`] but those of a container only the plain script ran
-    /// ([`Self::plain_only_container`]).
+    /// ([`plain_only_container`]).
     fn mtp_script_ran(self, p: &MeasuredPoint, t: &TableDeployment) -> bool {
         match self {
             LaunchSettings::InferenceXMtp => true,
-            LaunchSettings::InferenceX => {
-                self.after_mtp_scripts(t) && self.plain_only_container(p, t).is_none()
-            }
+            LaunchSettings::InferenceX => self.after_mtp_scripts(t) && !plain_only_container(p, t),
             LaunchSettings::InferenceXPlain | LaunchSettings::None => false,
         }
     }
@@ -130,15 +138,10 @@ impl LaunchSettings {
     }
 
     /// Why a TRT-LLM DeepSeek-R1 row measured since the MTP scripts landed still runs as the
-    /// plain script under `inferencex` (`None`: it does not, or it was not measured since):
-    /// a B200 FP4 row of [`B200_FP4_PLAIN_ONLY_TRTLLM`], for its `notes`.
-    pub fn plain_only_container(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<String> {
-        let plain_only = p.backend == "trtllm"
-            && t.script_model.contains("deepseek-r1")
-            && p.system == "b200_sxm"
-            && t.gemm_quant.contains("fp4")
-            && p.backend_version == B200_FP4_PLAIN_ONLY_TRTLLM;
-        (plain_only && self.after_mtp_scripts(t)).then(|| {
+    /// plain script under `inferencex`, for its `notes` (`None`: it does not, or it was not
+    /// measured since).
+    pub fn plain_only_reason(self, p: &MeasuredPoint, t: &TableDeployment) -> Option<String> {
+        (self.after_mtp_scripts(t) && plain_only_container(p, t)).then(|| {
             format!(
                 "run as InferenceX's plain script though measured after its MTP scripts landed: \
                  TRT-LLM {B200_FP4_PLAIN_ONLY_TRTLLM} ran its plain B200 FP4 script (its pull \

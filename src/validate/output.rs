@@ -68,15 +68,12 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.options.launch_settings
         ))
     })?;
-    let dp_rank_routing = match args.options.dp_rank_routing.as_str() {
-        "engine" => DpRankRouting::Engine,
-        "router" => DpRankRouting::Router,
-        other => {
-            return Err(InputError::new(format!(
-                "--dp-rank-routing must be engine or router, got {other:?}"
-            )))
-        }
-    };
+    let dp_rank_routing = DpRankRouting::parse(&args.options.dp_rank_routing).ok_or_else(|| {
+        InputError::new(format!(
+            "--dp-rank-routing must be engine or router, got {:?}",
+            args.options.dp_rank_routing
+        ))
+    })?;
     if args.options.jobs == Some(0) {
         return Err(InputError::new("--jobs must be >= 1, got 0"));
     }
