@@ -797,12 +797,19 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     assert!(engine(&vllm, &aic_memory).get("aic_memory_model").is_none());
 }
 
+/// An H200 TRT-LLM DeepSeek-R1 row of the 2026 batches with attention DP: TP 1 × attention DP
+/// 8 with EP 8, concurrency 256 (32 per rank), ISL/OSL 1024/1024.
+const H200_DSR1_DP: &str = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+
+/// The same model at TP 8 (MoE TP 8) without attention DP, concurrency 64, 1024/1024.
+const H200_DSR1_TP: &str = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+
 #[test]
 fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
     // H200 DeepSeek-R1 on TRT-LLM: TP 1 × attention DP 8 with EP 8, 32 per rank (concurrency
     // 256), and the same model at TP 8 without attention DP.
-    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
-    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let dp = H200_DSR1_DP;
+    let tp = H200_DSR1_TP;
     let trtllm_object = |row: &str, opts: &Options| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         let (r, _) = recipe(&pts[0], opts, Some(&catalog())).unwrap();
@@ -822,8 +829,8 @@ fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {
 
 #[test]
 fn rows_with_attention_dp_place_requests_as_their_engine_does() {
-    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
-    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let dp = H200_DSR1_DP;
+    let tp = H200_DSR1_TP;
     let routing = |row: &str, opts: &Options| {
         let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
         let (r, _) = recipe(&pts[0], opts, Some(&catalog())).unwrap();
@@ -842,8 +849,8 @@ fn rows_with_attention_dp_place_requests_as_their_engine_does() {
 #[test]
 fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
     // H200 FP8: TP 1 × attention DP 8 at concurrency 256 (32 per rank), and TP 8 at 64.
-    let dp = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
-    let tp = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,8192,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+    let dp = H200_DSR1_DP;
+    let tp = &H200_DSR1_TP.replacen("agg,1024,1024", "agg,8192,1024", 1);
     let mut cat = catalog();
     let h200 = cat.databases["h200_sxm"].clone();
     cat.databases.insert("b200_sxm".into(), h200);
@@ -984,7 +991,7 @@ fn inferencex_database_rows_are_simulated_as_their_2026_twins() {
     // The same measurement in InferenceX's database: model named DeepSeek-V3, stored as the
     // tpN-epN quirk (attention DP 64 with MoE TP 8 × EP 8, 4 per rank), where the 2026 batch
     // has attention DP 8 with EP 8 and 32 per rank.
-    let twin = "d1,source_file=2026-03-25.csv; silicon_concurrency=256,trtllm,1.1.0rc2.post2,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,32,1,1,8,1,8,,,,,,,,,,,,,,,3201.0,31.5";
+    let twin = H200_DSR1_DP;
     let db = twin
         .replacen(
             "source_file=2026-03-25.csv",
