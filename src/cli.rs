@@ -168,12 +168,13 @@ pub struct ValidateArgs {
     pub output_dir: PathBuf,
     #[command(flatten)]
     pub options: MeasuredOptions,
-    /// Table rows: the host's dispatch cost of each prefill pass (vllm-sglang =
-    /// AIConfigurator's vLLM model, 0.8 ms per model layer, for vLLM and SGLang rows, none for
-    /// TRT-LLM; aic = AIConfigurator's model as it is, vLLM rows only; all = every row,
-    /// TRT-LLM's too; none = the engine's passes alone, as DynoSim). Calibrated families drop
-    /// it for their fitted corrections.
-    #[arg(long, default_value = "vllm-sglang", value_name = "MODEL")]
+    /// Table rows: the host's dispatch cost (engines = as each engine's measured servers show
+    /// it: AIConfigurator's vLLM model, 0.8 ms per model layer, on each prefill pass of vLLM
+    /// and SGLang rows, and 0.8 ms per MoE layer once per request on TRT-LLM rows;
+    /// vllm-sglang = the same without TRT-LLM's; aic = AIConfigurator's model as it is, vLLM
+    /// rows only; all = 0.8 ms per layer on each prefill pass of every row; none = the engine's
+    /// passes alone, as DynoSim). Calibrated families drop it for their fitted corrections.
+    #[arg(long, default_value = "engines", value_name = "MODEL")]
     pub dispatch_overhead: String,
     /// Calibration file (written by `dynosim calibrate`): points of a family it holds are
     /// simulated with its corrections.

@@ -70,7 +70,7 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     // rows) and without (the engine's passes alone).
     let mut figures = Vec::new();
     for (recorded_key, dispatch) in [
-        ("uncalibrated", "vllm-sglang"),
+        ("uncalibrated", "engines"),
         ("uncalibrated_no_dispatch", "none"),
     ] {
         let out = dir.path().join(recorded_key);

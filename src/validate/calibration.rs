@@ -120,8 +120,18 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
             keys.insert(k.into(), Value::from(own(k).unwrap_or(0.0) + ms));
         }
     };
-    add("request_overhead_ms", c.request_overhead_ms);
     add("decode_pass_overhead_ms", c.decode_pass_overhead_ms);
+    // The fitted request overhead stands in for TRT-LLM's modelled one (calibrate fits it on
+    // runs without).
+    if r.modelled_request_dispatch_ms != 0.0 {
+        let own_ms = own("request_overhead_ms").unwrap_or(0.0) - r.modelled_request_dispatch_ms;
+        keys.insert(
+            "request_overhead_ms".into(),
+            Value::from(own_ms + c.request_overhead_ms),
+        );
+    } else {
+        add("request_overhead_ms", c.request_overhead_ms);
+    }
     if c.kv_pool_scale != 1.0 {
         let own_scale = own("kv_pool_scale").unwrap_or(1.0);
         keys.insert(

@@ -21,6 +21,8 @@ pub struct AicCatalog {
     pub checkpoint_quant: BTreeMap<String, String>,
     /// The routed experts' intermediate size of each bundled MoE config, where AIC says.
     pub moe_inter_size: BTreeMap<String, u32>,
+    /// How many layers of each bundled MoE config route to experts, where AIC's config says.
+    pub moe_layers: BTreeMap<String, u32>,
 }
 
 impl AicCatalog {
@@ -34,6 +36,7 @@ impl AicCatalog {
             layers: c.layers,
             checkpoint_quant: c.checkpoint_quant,
             moe_inter_size: c.moe_inter_size,
+            moe_layers: c.moe_layers,
         })
     }
 

@@ -13,7 +13,8 @@
 //!   pool from AIC's memory model at the engines' default memory fraction (0.9 of the GPU for
 //!   vLLM, as the servers' `--gpu-memory-utilization 0.9`);
 //! * the KV-cache dtype of [`KvCacheDtype`];
-//! * the host's dispatch cost of prefill passes of [`DispatchOverhead`] (`prefill_pass_overhead_ms`);
+//! * the host's dispatch cost of [`DispatchOverhead`] (`prefill_pass_overhead_ms`, and TRT-LLM's
+//!   `request_overhead_ms`);
 //! * the scheduler settings of [`LaunchSettings`]: TRT-LLM's batch waiting and attention-DP
 //!   balancing (the `trtllm` object), a script's own token budget, the MTP scripts' draft
 //!   tokens and budgets, and SGLang's receive interval and prefill budgets (the `sglang`
@@ -122,27 +123,42 @@ impl MemoryModel {
     }
 }
 
-/// The host-side cost of prefill passes that table rows are simulated with (`--dispatch-overhead`).
+/// The host-side cost that table rows are simulated with (`--dispatch-overhead`), beyond the
+/// GPU kernels AIC times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DispatchOverhead {
-    /// AIConfigurator's vLLM model, 0.8 ms per model layer ([`VLLM_DISPATCH_MS_PER_LAYER`]) on
-    /// every pass that computes prompt tokens, for vLLM and SGLang rows (SGLang's prefill
-    /// passes, like vLLM's, are not replayed from CUDA graphs; AIC itself models none for
-    /// SGLang); none for TRT-LLM rows, whose measured Llama servers show none.
+    /// Each engine's as its measured servers show it: AIConfigurator's vLLM model, 0.8 ms per
+    /// model layer ([`VLLM_DISPATCH_MS_PER_LAYER`]), on every pass of a vLLM or SGLang row that
+    /// computes prompt tokens (SGLang's prefill passes, like vLLM's, are not replayed from CUDA
+    /// graphs; AIC itself models none for SGLang); on a TRT-LLM row, the same 0.8 ms per MoE
+    /// layer once per request (`request_overhead_ms`), none for a dense model. The table's
+    /// TRT-LLM servers show the cost in TTFT, not in TPOT (charged per pass it lengthens
+    /// TPOT on every TRT-LLM group), and on MoE models only (their dense Llama-3.1-70B servers
+    /// show about 0.2 ms per layer, calibrated).
     #[default]
+    Engines,
+    /// The same for vLLM and SGLang rows, none for TRT-LLM rows (the default until 2026-12-05).
     VllmSglang,
     /// AIConfigurator's model as it is: the vLLM rows' cost only.
     Aic,
-    /// The same cost on every row, TRT-LLM's included. Over the table's TRT-LLM rows it
-    /// shortens the TTFT gap of every model but Llama-3.1-70B and lengthens TPOT on all of
-    /// them: what TRT-LLM's measured TTFTs miss is not a cost of each prefill pass.
+    /// The vLLM cost on every pass of every row, TRT-LLM's included.
     All,
     /// None: the engine passes take the time AIC's kernels give (DynoSim's passes).
     None,
 }
 
+/// The host cost [`DispatchOverhead`] gives a row's pools, in ms (`None`: not set).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Dispatch {
+    /// Added to every pass that computes prompt tokens (`prefill_pass_overhead_ms`).
+    pub prefill_pass_ms: Option<f64>,
+    /// Added once to every request, before the engine sees it (`request_overhead_ms`).
+    pub request_ms: Option<f64>,
+}
+
 impl DispatchOverhead {
-    const ALL: [DispatchOverhead; 4] = [
+    const ALL: [DispatchOverhead; 5] = [
+        DispatchOverhead::Engines,
         DispatchOverhead::VllmSglang,
         DispatchOverhead::Aic,
         DispatchOverhead::All,
@@ -157,6 +173,7 @@ impl DispatchOverhead {
     /// The flag's value naming it.
     pub fn name(self) -> &'static str {
         match self {
+            DispatchOverhead::Engines => "engines",
             DispatchOverhead::VllmSglang => "vllm-sglang",
             DispatchOverhead::Aic => "aic",
             DispatchOverhead::All => "all",
@@ -164,16 +181,24 @@ impl DispatchOverhead {
         }
     }
 
-    /// `prefill_pass_overhead_ms` of a row's pools (`None`: not set).
-    fn for_row(self, backend: &str, layers: Option<u32>) -> Option<f64> {
-        match (self, backend, layers) {
-            (DispatchOverhead::Aic, "vllm", Some(n))
-            | (DispatchOverhead::VllmSglang, "vllm" | "sglang", Some(n))
-            | (DispatchOverhead::All, _, Some(n)) => {
-                // Rounded to µs so the engine_args column reads well.
-                Some((f64::from(n) * VLLM_DISPATCH_MS_PER_LAYER * 1000.0).round() / 1000.0)
-            }
+    /// What a row of `backend` gets, for a model of `layers` layers of which `moe_layers`
+    /// route to experts.
+    pub fn for_row(self, backend: &str, layers: Option<u32>, moe_layers: Option<u32>) -> Dispatch {
+        // Rounded to µs so the engine_args column reads well.
+        let ms = |n: u32| (f64::from(n) * VLLM_DISPATCH_MS_PER_LAYER * 1000.0).round() / 1000.0;
+        let per_pass = match (self, backend) {
+            (DispatchOverhead::Aic, "vllm")
+            | (DispatchOverhead::Engines | DispatchOverhead::VllmSglang, "vllm" | "sglang")
+            | (DispatchOverhead::All, _) => layers.map(ms),
             _ => None,
+        };
+        let per_request = match (self, backend) {
+            (DispatchOverhead::Engines, "trtllm") => moe_layers.filter(|&n| n > 0).map(ms),
+            _ => None,
+        };
+        Dispatch {
+            prefill_pass_ms: per_pass,
+            request_ms: per_request,
         }
     }
 }
@@ -286,6 +311,11 @@ pub struct Recipe {
     /// ([`DispatchOverhead`]), which a calibration's corrections replace.
     #[serde(skip)]
     pub modelled_dispatch: bool,
+    /// The ms of the pools' `request_overhead_ms` that the uncalibrated dispatch model set
+    /// (TRT-LLM's per-request cost, [`DispatchOverhead::Engines`]; 0: none), which a
+    /// calibration's fitted request overhead replaces.
+    #[serde(skip)]
+    pub modelled_request_dispatch_ms: f64,
     /// Where the run departs from the point as given, for `validation.csv`'s `notes`: the
     /// row's relabelled shape and the script's prompt count, and once simulated a fallback
     /// context-attention dtype.
@@ -467,6 +497,7 @@ pub fn recipe(
         warmup_request_count: w.warmup_request_count,
         seed: opts.seed,
         modelled_dispatch: false,
+        modelled_request_dispatch_ms: 0.0,
         notes: Vec::new(),
     };
     if let (Some(k), None, Some(_)) = (per_concurrency, w.request_count, w.concurrency) {
@@ -613,10 +644,13 @@ fn from_table(
         ));
     }
     let concurrency = p.workload.concurrency.unwrap_or(1);
-    let dispatch = opts
-        .dispatch_overhead
-        .for_row(&p.backend, catalog.layers.get(&model).copied());
-    r.modelled_dispatch = dispatch.is_some();
+    let dispatch = opts.dispatch_overhead.for_row(
+        &p.backend,
+        catalog.layers.get(&model).copied(),
+        catalog.moe_layers.get(&model).copied(),
+    );
+    r.modelled_dispatch = dispatch.prefill_pass_ms.is_some();
+    r.modelled_request_dispatch_ms = dispatch.request_ms.unwrap_or(0.0);
     let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {
         let mut o = Map::new();
         let mut set = |k: &str, v: Value| {
@@ -669,8 +703,11 @@ fn from_table(
         if opts.memory_model == MemoryModel::Server {
             set("aic_memory_model", json!("server"));
         }
-        if let Some(ms) = dispatch {
+        if let Some(ms) = dispatch.prefill_pass_ms {
             set("prefill_pass_overhead_ms", json!(ms));
+        }
+        if let Some(ms) = dispatch.request_ms {
+            set("request_overhead_ms", json!(ms));
         }
         if let Some(trtllm) = opts.launch.trtllm(p, t, pool) {
             set("trtllm", trtllm);

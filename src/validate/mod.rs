@@ -81,7 +81,7 @@ impl Default for Options {
             random_range_ratio: 0.8,
             kv_cache_dtype: KvCacheDtype::Auto,
             memory_model: MemoryModel::Server,
-            dispatch_overhead: DispatchOverhead::VllmSglang,
+            dispatch_overhead: DispatchOverhead::Engines,
             launch: LaunchSettings::InferenceX,
             dp_rank_routing: DpRankRouting::Engine,
             max_num_batched_tokens: 8192,

@@ -57,7 +57,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
     })?;
     let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
         InputError::new(format!(
-            "--dispatch-overhead must be vllm-sglang, aic, all or none, got {:?}",
+            "--dispatch-overhead must be engines, vllm-sglang, aic, all or none, got {:?}",
             args.dispatch_overhead
         ))
     })?;

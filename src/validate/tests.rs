@@ -47,11 +47,22 @@ fn catalog() -> AicCatalog {
         .iter()
         .map(|s| s.to_string())
         .collect(),
-        layers: [("meta-llama/Meta-Llama-3.1-70B".to_string(), 80)]
-            .into_iter()
-            .collect(),
+        layers: [
+            ("meta-llama/Meta-Llama-3.1-70B".to_string(), 80),
+            ("deepseek-ai/DeepSeek-R1".to_string(), 61),
+            ("deepseek-ai/DeepSeek-V3".to_string(), 61),
+        ]
+        .into_iter()
+        .collect(),
         checkpoint_quant: BTreeMap::new(),
         moe_inter_size: BTreeMap::new(),
+        // DeepSeek-R1's first three layers are dense.
+        moe_layers: [
+            ("deepseek-ai/DeepSeek-R1".to_string(), 58),
+            ("deepseek-ai/DeepSeek-V3".to_string(), 58),
+        ]
+        .into_iter()
+        .collect(),
     }
 }
 
@@ -607,8 +618,8 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         .is_none());
     assert!(!r.modelled_dispatch);
 
-    // By default SGLang rows get it too, TRT-LLM rows not; `aic` (AIC's model as it is)
-    // charges vLLM rows only.
+    // By default SGLang rows get it too, TRT-LLM rows of a dense model nothing (below for an
+    // MoE model); `aic` (AIC's model as it is) charges vLLM rows only.
     let aic = Options {
         dispatch_overhead: DispatchOverhead::Aic,
         ..Options::default()
@@ -643,6 +654,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         64.0
     );
     for d in [
+        DispatchOverhead::Engines,
         DispatchOverhead::VllmSglang,
         DispatchOverhead::Aic,
         DispatchOverhead::All,
@@ -650,7 +662,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
     ] {
         assert_eq!(DispatchOverhead::parse(d.name()), Some(d));
     }
-    assert_eq!(DispatchOverhead::default(), DispatchOverhead::VllmSglang);
+    assert_eq!(DispatchOverhead::default(), DispatchOverhead::Engines);
     assert_eq!(DispatchOverhead::parse("AIC"), None);
 }
 
@@ -803,6 +815,54 @@ const H200_DSR1_DP: &str = "d1,source_file=2026-03-25.csv; silicon_concurrency=2
 
 /// The same model at TP 8 (MoE TP 8) without attention DP, concurrency 64, 1024/1024.
 const H200_DSR1_TP: &str = "d2,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,8,1,1,8,1,,,,,,,,,,,,,,,972.8,23.4";
+
+#[test]
+fn trtllm_moe_rows_get_the_dispatch_cost_once_per_request_which_a_calibration_replaces() {
+    let pts = read_table(Path::new("t.csv"), &table(&[H200_DSR1_TP])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    // 58 MoE layers x 0.8 ms, before the engine sees each request; no per-pass cost.
+    let e = r.extra_engine_args.as_ref().unwrap();
+    assert_eq!(e["request_overhead_ms"], 46.4);
+    assert!(e.get("prefill_pass_overhead_ms").is_none());
+    assert!(!r.modelled_dispatch);
+    assert_eq!(r.modelled_request_dispatch_ms, 46.4);
+    assert!(r.command_line().contains("\"request_overhead_ms\":46.4"));
+    // A calibration's fitted request overhead stands in for it.
+    let keys = calibration::correction_keys(&r, crate::calibrate::Corrections::NONE);
+    assert_eq!(keys["request_overhead_ms"], 0.0);
+    let fitted = crate::calibrate::Corrections {
+        request_overhead_ms: 125.0,
+        ..crate::calibrate::Corrections::NONE
+    };
+    assert_eq!(
+        calibration::correction_keys(&r, fitted)["request_overhead_ms"],
+        125.0
+    );
+    // The earlier default charged TRT-LLM rows nothing; `all` charges every prefill pass.
+    for (d, pass, request) in [
+        (DispatchOverhead::VllmSglang, None, None),
+        (DispatchOverhead::All, Some(48.8), None),
+        (DispatchOverhead::None, None, None),
+    ] {
+        let opts = Options {
+            dispatch_overhead: d,
+            ..Options::default()
+        };
+        let (r, _) = recipe(&pts[0], &opts, Some(&catalog())).unwrap();
+        let e = r.extra_engine_args.unwrap();
+        let ms = |k: &str| e.get(k).and_then(|v| v.as_f64());
+        assert_eq!(ms("prefill_pass_overhead_ms"), pass, "{d:?}");
+        assert_eq!(ms("request_overhead_ms"), request, "{d:?}");
+        assert_eq!(r.modelled_request_dispatch_ms, 0.0, "{d:?}");
+    }
+    // A vLLM row of the same model: the per-pass cost over all 61 layers.
+    let vllm = H200_DSR1_TP.replacen(",trtllm,,", ",vllm,,", 1);
+    let pts = read_table(Path::new("t.csv"), &table(&[&vllm])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    let e = r.extra_engine_args.unwrap();
+    assert_eq!(e["prefill_pass_overhead_ms"], 48.8);
+    assert!(e.get("request_overhead_ms").is_none());
+}
 
 #[test]
 fn trtllm_deepseek_rows_with_attention_dp_get_inferencexs_balancing() {

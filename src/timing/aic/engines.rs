@@ -629,6 +629,10 @@ pub struct Catalog {
     /// gives one.
     #[serde(default)]
     pub moe_inter_size: BTreeMap<String, u32>,
+    /// How many layers of each bundled MoE config route to experts (its dense leading layers
+    /// and `mlp_only_layers` left out), where its config says.
+    #[serde(default)]
+    pub moe_layers: BTreeMap<String, u32>,
 }
 
 pub fn catalog() -> Result<Catalog, InputError> {

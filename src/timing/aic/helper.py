@@ -154,6 +154,32 @@ def model_moe_inter_size(name):
     return None
 
 
+def model_moe_layers(name):
+    """How many of a bundled MoE config's layers route to experts: every layer but the dense
+    ones its config names (DeepSeek's and GLM's `first_k_dense_replace` leading layers, Qwen's
+    `mlp_only_layers`, the zeros of a `moe_layer_freq` list; a hybrid's `E` layers of its
+    `hybrid_override_pattern`); None for a dense model or a config AIC's parser cannot read."""
+    info = parsed_config(name)
+    layers = model_layers(name)
+    if info is None or not info.get("num_experts") or not layers:
+        return None
+    n = info.get("num_moe_layers")
+    if isinstance(n, int) and n > 0:
+        return n
+    raw = bundled_config(name) or {}
+    cfg = {**(raw.get("text_config") or {}), **raw}
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        return pattern.count("E") or None
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list) and len(freq) == layers:
+        return sum(1 for f in freq if f) or None
+    dense = cfg.get("first_k_dense_replace") or 0
+    only = cfg.get("mlp_only_layers") or []
+    n = layers - (dense if isinstance(dense, int) else 0) - (len(only) if isinstance(only, list) else 0)
+    return n if n > 0 else None
+
+
 def model_quant_method(name):
     """The quantisation a bundled config declares for its checkpoint: its
     `quantization_config.quant_method` (`mxfp4` for gpt-oss), `fp8_block` for FP8 in weight
@@ -394,7 +420,7 @@ def main():
         sp = os.environ.get("AICONFIGURATOR_SYSTEMS_PATH") or None
         models = bundled_models()
         dbs = databases(sp)
-        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": dbs, "defaults": default_versions(dbs, sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}, "checkpoint_quant": {m: q for m in models if (q := model_quant_method(m))}, "moe_inter_size": {m: n for m in models if (n := model_moe_inter_size(m))}})
+        answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "systems_root": systems_root(sp), "databases": dbs, "defaults": default_versions(dbs, sp), "models": models, "layers": {m: n for m in models if (n := model_layers(m))}, "checkpoint_quant": {m: q for m in models if (q := model_quant_method(m))}, "moe_inter_size": {m: n for m in models if (n := model_moe_inter_size(m))}, "moe_layers": {m: n for m in models if (n := model_moe_layers(m))}})
     if cmd == "probe":
         answer({"ok": True, "aic_version": VERSION, "schema": spec_schema(), "fingerprint": fingerprint()})
     if cmd == "compile":
