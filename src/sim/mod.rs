@@ -695,16 +695,13 @@ impl<'w> Sim<'w> {
         let decision = match self.pools[p].dp_routing.as_mut() {
             Some(d) => {
                 let worker = d.next_worker(workers);
-                let Some(target) = self.engine_rank(p, worker, req) else {
+                let Some(decision) = self.engine_rank(p, worker, req) else {
                     if let Some(d) = self.pools[p].dp_routing.as_mut() {
                         d.hold(worker, req);
                     }
                     return;
                 };
-                Decision {
-                    target,
-                    overlap_tokens: 0,
-                }
+                decision
             }
             None => self.route(p, req),
         };
@@ -713,34 +710,36 @@ impl<'w> Sim<'w> {
 
     /// The target (`worker × ranks + rank`) of `worker` that its engine puts `req` on, counted
     /// there; `None` while none of its ranks has room.
-    fn engine_rank(&mut self, p: usize, worker: u32, req: u32) -> Option<usize> {
+    fn engine_rank(&mut self, p: usize, worker: u32, req: u32) -> Option<Decision> {
         let pool = &mut self.pools[p];
         let d = pool.dp_routing.as_mut().expect("engine DP routing");
         let ranks = &self.workers[(pool.first_worker + worker) as usize].ranks;
         let rank = d.pick(worker, |r| ranks[r as usize].num_waiting())?;
         let target = worker * pool.dp + rank;
         d.placed(target, self.w.requests[req as usize].input_length);
-        Some(target as usize)
+        Some(Decision {
+            target: target as usize,
+            overlap_tokens: 0,
+        })
     }
 
     /// Places the requests parked on pool `p`'s workers, oldest first, while ranks have room.
     fn place_held(&mut self, p: usize) {
+        if self.pools[p].dp_routing.is_none() {
+            return;
+        }
         for worker in 0..self.pools[p].num_workers {
             while let Some(req) = self.pools[p]
                 .dp_routing
                 .as_ref()
                 .and_then(|d| d.first_held(worker))
             {
-                let Some(target) = self.engine_rank(p, worker, req) else {
+                let Some(decision) = self.engine_rank(p, worker, req) else {
                     break;
                 };
                 if let Some(d) = self.pools[p].dp_routing.as_mut() {
                     d.next_held(worker);
                 }
-                let decision = Decision {
-                    target,
-                    overlap_tokens: 0,
-                };
                 self.place(p, req, decision);
             }
         }
