@@ -123,14 +123,13 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     add("decode_pass_overhead_ms", c.decode_pass_overhead_ms);
     // The fitted request overhead stands in for TRT-LLM's modelled one (calibrate fits it on
     // runs without).
-    if r.modelled_request_dispatch_ms != 0.0 {
-        let own_ms = own("request_overhead_ms").unwrap_or(0.0) - r.modelled_request_dispatch_ms;
+    let modelled_request = r.dispatch.request_ms.unwrap_or(0.0);
+    if modelled_request != 0.0 || c.request_overhead_ms != 0.0 {
+        let base = own("request_overhead_ms").unwrap_or(0.0) - modelled_request;
         keys.insert(
             "request_overhead_ms".into(),
-            Value::from(own_ms + c.request_overhead_ms),
+            Value::from(base + c.request_overhead_ms),
         );
-    } else {
-        add("request_overhead_ms", c.request_overhead_ms);
     }
     if c.kv_pool_scale != 1.0 {
         let own_scale = own("kv_pool_scale").unwrap_or(1.0);
@@ -141,8 +140,8 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     }
     // The fitted corrections stand in for the uncalibrated dispatch model (calibrate fits them
     // on passes without it).
-    if r.modelled_dispatch || c.prefill_pass_overhead_ms != 0.0 {
-        let base = if r.modelled_dispatch {
+    if r.modelled_dispatch() || c.prefill_pass_overhead_ms != 0.0 {
+        let base = if r.modelled_dispatch() {
             0.0
         } else {
             own("prefill_pass_overhead_ms").unwrap_or(0.0)

@@ -21,7 +21,7 @@ pub struct AicCatalog {
     pub checkpoint_quant: BTreeMap<String, String>,
     /// The routed experts' intermediate size of each bundled MoE config, where AIC says.
     pub moe_inter_size: BTreeMap<String, u32>,
-    /// How many layers of each bundled MoE config route to experts, where AIC's config says.
+    /// How many layers of each bundled MoE model route to experts, where AIC says.
     pub moe_layers: BTreeMap<String, u32>,
 }
 

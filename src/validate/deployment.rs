@@ -307,15 +307,10 @@ pub struct Recipe {
     pub output_tokens_stddev: f64,
     pub warmup_request_count: u32,
     pub seed: u64,
-    /// Whether the pools carry the uncalibrated dispatch model's `prefill_pass_overhead_ms`
-    /// ([`DispatchOverhead`]), which a calibration's corrections replace.
+    /// The uncalibrated dispatch model's overheads the pools carry ([`DispatchOverhead`]),
+    /// which a calibration's corrections replace.
     #[serde(skip)]
-    pub modelled_dispatch: bool,
-    /// The ms of the pools' `request_overhead_ms` that the uncalibrated dispatch model set
-    /// (TRT-LLM's per-request cost, [`DispatchOverhead::Engines`]; 0: none), which a
-    /// calibration's fitted request overhead replaces.
-    #[serde(skip)]
-    pub modelled_request_dispatch_ms: f64,
+    pub dispatch: Dispatch,
     /// Where the run departs from the point as given, for `validation.csv`'s `notes`: the
     /// row's relabelled shape and the script's prompt count, and once simulated a fallback
     /// context-attention dtype.
@@ -324,6 +319,11 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// Whether the pools carry the dispatch model's `prefill_pass_overhead_ms`.
+    pub fn modelled_dispatch(&self) -> bool {
+        self.dispatch.prefill_pass_ms.is_some()
+    }
+
     /// The `engine_args` column: the aggregated engine's JSON, or `{"prefill": …, "decode": …}`.
     pub fn engine_args_json(&self) -> String {
         let v = match &self.extra_engine_args {
@@ -496,8 +496,7 @@ pub fn recipe(
         output_tokens_stddev: w.osl_stddev,
         warmup_request_count: w.warmup_request_count,
         seed: opts.seed,
-        modelled_dispatch: false,
-        modelled_request_dispatch_ms: 0.0,
+        dispatch: Dispatch::default(),
         notes: Vec::new(),
     };
     if let (Some(k), None, Some(_)) = (per_concurrency, w.request_count, w.concurrency) {
@@ -649,8 +648,7 @@ fn from_table(
         catalog.layers.get(&model).copied(),
         catalog.moe_layers.get(&model).copied(),
     );
-    r.modelled_dispatch = dispatch.prefill_pass_ms.is_some();
-    r.modelled_request_dispatch_ms = dispatch.request_ms.unwrap_or(0.0);
+    r.dispatch = dispatch;
     let engine = |pool: &Parallel, worker_type: Option<&str>| -> Value {
         let mut o = Map::new();
         let mut set = |k: &str, v: Value| {
@@ -676,7 +674,7 @@ fn from_table(
             set("aic_attention_dp_size", json!(pool.attention_dp));
             set("dp_size", json!(pool.attention_dp));
             if opts.dp_rank_routing == DpRankRouting::Engine {
-                set("dp_rank_routing", json!("engine"));
+                set("dp_rank_routing", json!(DpRankRouting::Engine.name()));
             }
         }
         if let Some(ep) = ep_for_tp(pool) {

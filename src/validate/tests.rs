@@ -589,7 +589,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
     // 80 layers x 0.8 ms.
     let e = r.extra_engine_args.as_ref().unwrap();
     assert_eq!(e["prefill_pass_overhead_ms"], 64.0);
-    assert!(r.modelled_dispatch);
+    assert!(r.dispatch.prefill_pass_ms.is_some());
     // The run reproduces it.
     assert!(r
         .command_line()
@@ -616,7 +616,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         .unwrap()
         .get("prefill_pass_overhead_ms")
         .is_none());
-    assert!(!r.modelled_dispatch);
+    assert!(r.dispatch.prefill_pass_ms.is_none());
 
     // By default SGLang rows get it too, TRT-LLM rows of a dense model nothing (below for an
     // MoE model); `aic` (AIC's model as it is) charges vLLM rows only.
@@ -636,7 +636,11 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
         assert_eq!(e["engine_type"], backend);
         let got = e.get("prefill_pass_overhead_ms").and_then(|v| v.as_f64());
         assert_eq!(got, by_default, "{backend}");
-        assert_eq!(r.modelled_dispatch, by_default.is_some(), "{backend}");
+        assert_eq!(
+            r.dispatch.prefill_pass_ms.is_some(),
+            by_default.is_some(),
+            "{backend}"
+        );
         let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
         let e = r.extra_engine_args.unwrap();
         assert!(e.get("prefill_pass_overhead_ms").is_none(), "{backend}");
@@ -646,7 +650,7 @@ fn vllm_and_sglang_rows_get_aics_dispatch_overhead_which_a_calibration_replaces(
             r.extra_engine_args.unwrap()["prefill_pass_overhead_ms"],
             64.0
         );
-        assert!(r.modelled_dispatch, "{backend}");
+        assert!(r.dispatch.prefill_pass_ms.is_some(), "{backend}");
     }
     let (r, _) = recipe(&pts[0], &aic, Some(&catalog())).unwrap();
     assert_eq!(
@@ -824,8 +828,8 @@ fn trtllm_moe_rows_get_the_dispatch_cost_once_per_request_which_a_calibration_re
     let e = r.extra_engine_args.as_ref().unwrap();
     assert_eq!(e["request_overhead_ms"], 46.4);
     assert!(e.get("prefill_pass_overhead_ms").is_none());
-    assert!(!r.modelled_dispatch);
-    assert_eq!(r.modelled_request_dispatch_ms, 46.4);
+    assert!(r.dispatch.prefill_pass_ms.is_none());
+    assert_eq!(r.dispatch.request_ms, Some(46.4));
     assert!(r.command_line().contains("\"request_overhead_ms\":46.4"));
     // A calibration's fitted request overhead stands in for it.
     let keys = calibration::correction_keys(&r, crate::calibrate::Corrections::NONE);
@@ -853,7 +857,7 @@ fn trtllm_moe_rows_get_the_dispatch_cost_once_per_request_which_a_calibration_re
         let ms = |k: &str| e.get(k).and_then(|v| v.as_f64());
         assert_eq!(ms("prefill_pass_overhead_ms"), pass, "{d:?}");
         assert_eq!(ms("request_overhead_ms"), request, "{d:?}");
-        assert_eq!(r.modelled_request_dispatch_ms, 0.0, "{d:?}");
+        assert_eq!(r.dispatch.request_ms, None, "{d:?}");
     }
     // A vLLM row of the same model: the per-pass cost over all 61 layers.
     let vllm = H200_DSR1_TP.replacen(",trtllm,,", ",vllm,,", 1);

@@ -629,8 +629,8 @@ pub struct Catalog {
     /// gives one.
     #[serde(default)]
     pub moe_inter_size: BTreeMap<String, u32>,
-    /// How many layers of each bundled MoE config route to experts (its dense leading layers
-    /// and `mlp_only_layers` left out), where its config says.
+    /// How many layers of each bundled MoE model route to experts (AIC's `num_moe_layers`),
+    /// where AIC can describe the model.
     #[serde(default)]
     pub moe_layers: BTreeMap<String, u32>,
 }

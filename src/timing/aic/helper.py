@@ -154,30 +154,29 @@ def model_moe_inter_size(name):
     return None
 
 
+def moe_layers_of(info):
+    """How many of a model's layers route to experts, from AIC's `_get_model_info`: its
+    `num_moe_layers` (aiconfigurator-core 0.12); 0.11 has none, and it is derived here as the
+    layers after DeepSeek's `first_k_dense_replace` dense ones. 0 for a dense model."""
+    layers = int(info["layers"])
+    moe_layers = info.get("num_moe_layers")
+    if moe_layers is None and info.get("num_experts"):
+        raw = info.get("raw_config") or {}
+        raw = raw.get("text_config") or raw
+        if int(raw.get("moe_layer_freq") or 1) == 1:
+            moe_layers = layers - int(raw.get("first_k_dense_replace") or 0)
+    return int(moe_layers or 0)
+
+
 def model_moe_layers(name):
-    """How many of a bundled MoE config's layers route to experts: every layer but the dense
-    ones its config names (DeepSeek's and GLM's `first_k_dense_replace` leading layers, Qwen's
-    `mlp_only_layers`, the zeros of a `moe_layer_freq` list; a hybrid's `E` layers of its
-    `hybrid_override_pattern`); None for a dense model or a config AIC's parser cannot read."""
-    info = parsed_config(name)
-    layers = model_layers(name)
-    if info is None or not info.get("num_experts") or not layers:
+    """How many of a bundled model's layers route to experts ([`moe_layers_of`]); None for a
+    dense model or one AIC cannot describe."""
+    try:
+        from aiconfigurator_core.sdk.models.helpers import _get_model_info
+
+        return moe_layers_of(_get_model_info(name)) or None
+    except Exception:
         return None
-    n = info.get("num_moe_layers")
-    if isinstance(n, int) and n > 0:
-        return n
-    raw = bundled_config(name) or {}
-    cfg = {**(raw.get("text_config") or {}), **raw}
-    pattern = cfg.get("hybrid_override_pattern")
-    if isinstance(pattern, str) and pattern:
-        return pattern.count("E") or None
-    freq = cfg.get("moe_layer_freq")
-    if isinstance(freq, list) and len(freq) == layers:
-        return sum(1 for f in freq if f) or None
-    dense = cfg.get("first_k_dense_replace") or 0
-    only = cfg.get("mlp_only_layers") or []
-    n = layers - (dense if isinstance(dense, int) else 0) - (len(only) if isinstance(only, list) else 0)
-    return n if n > 0 else None
 
 
 def model_quant_method(name):
@@ -359,13 +358,7 @@ def checkpoint_weights_overcount(model_path, backend, parallel, quant):
     except Exception:
         return None
     layers = int(info["layers"])
-    moe_layers = info.get("num_moe_layers")  # aiconfigurator-core 0.12; 0.11 derives it here
-    if moe_layers is None and info.get("num_experts"):
-        raw = info.get("raw_config") or {}
-        raw = raw.get("text_config") or raw
-        if int(raw.get("moe_layer_freq") or 1) == 1:
-            moe_layers = layers - int(raw.get("first_k_dense_replace") or 0)
-    moe_layers = int(moe_layers or 0)
+    moe_layers = moe_layers_of(info)
     tp, adp = int(parallel["tp_size"]), int(parallel["attention_dp_size"] or 1)
     over, dense_quant = 0.0, None
     for op in built.context_ops:
