@@ -67,6 +67,45 @@ fn validate_with(dir: &Path, rows: &Path, cal: &Path) -> String {
     stderr
 }
 
+/// The shipped rows (validation/) that `keep` keeps, with the header, written to `dir/name`;
+/// there must be `expect` of them.
+fn shipped_rows(dir: &Path, name: &str, keep: impl Fn(&str) -> bool, expect: usize) -> PathBuf {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("validation/llama-3.1-70b-fp8-vllm-h100-h200.csv");
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let rows: Vec<&str> = lines.filter(|l| keep(l)).collect();
+    assert_eq!(rows.len(), expect, "shipped rows kept");
+    let path = dir.join(name);
+    let body: Vec<&str> = std::iter::once(header).chain(rows).collect();
+    std::fs::write(&path, body.join("\n") + "\n").unwrap();
+    path
+}
+
+/// `dynosim calibrate ROWS -o dir/name` as a user runs it (default prompts per unit of
+/// concurrency) on 2 threads, with `extra` flags; it must succeed. The file it wrote, its
+/// text, stdout and its path.
+fn calibrate_as_shipped(
+    dir: &Path,
+    rows: &Path,
+    name: &str,
+    extra: &[&str],
+) -> (CalibrationFile, String, String, PathBuf) {
+    let out = dir.join(name);
+    let o = dynosim(dir)
+        .args(["calibrate", rows.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .args(["-j", "2"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    (CalibrationFile::parse(&text).unwrap(), text, stdout, out)
+}
+
 /// `dynosim run` of 48 requests (ISL 1024, OSL 64, concurrency 8) with `engine`; the report
 /// and stderr.
 fn run(dir: &Path, engine: &str, extra: &[&str]) -> (Value, String) {
@@ -719,34 +758,14 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
     // the servers queued as if their KV pool held half of what AIC's memory model gives.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("validation/llama-3.1-70b-fp8-vllm-h100-h200.csv");
-    let tp2: Vec<String> = std::fs::read_to_string(&shipped)
-        .unwrap()
-        .lines()
-        .enumerate()
-        .filter(|(i, l)| *i == 0 || (l.contains("h100_sxm") && l.contains("_tp2_")))
-        .map(|(_, l)| l.to_string())
-        .collect();
-    assert_eq!(tp2.len(), 16, "header and 15 H100 TP-2 rows");
-    let rows = d.join("tp2.csv");
-    std::fs::write(&rows, tp2.join("\n") + "\n").unwrap();
-    let fitted = |name: &str, extra: &[&str]| {
-        let out = d.join(name);
-        let o = dynosim(d)
-            .args(["calibrate", rows.to_str().unwrap(), "-o"])
-            .arg(&out)
-            .args(["-j", "2"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(&out).unwrap();
-        (CalibrationFile::parse(&text).unwrap(), text, stdout, out)
-    };
-    let (plain, plain_text, _, _) = fitted("plain.json", &[]);
-    let (kv, _, stdout, kv_path) = fitted("kv.json", &["--fit-kv-pool"]);
+    let rows = shipped_rows(
+        d,
+        "tp2.csv",
+        |l| l.contains("h100_sxm") && l.contains("_tp2_"),
+        15,
+    );
+    let (plain, plain_text, _, _) = calibrate_as_shipped(d, &rows, "plain.json", &[]);
+    let (kv, _, stdout, kv_path) = calibrate_as_shipped(d, &rows, "kv.json", &["--fit-kv-pool"]);
     // Without the flag the pool keeps its size and the file has no factor.
     assert_eq!(plain.families[0].kv_pool_scale, 1.0);
     assert!(!plain_text.contains("kv_pool_scale"), "{plain_text}");
@@ -773,9 +792,9 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
         .as_ref()
         .unwrap()
         .errors;
-    assert_eq!(check.without_factor, plain_cv);
+    assert_eq!(check.without, plain_cv);
     assert!(
-        check.with_factor.ttft_mean_abs_pct + check.with_factor.tpot_mean_abs_pct
+        check.with.ttft_mean_abs_pct + check.with.tpot_mean_abs_pct
             < plain_cv.ttft_mean_abs_pct + plain_cv.tpot_mean_abs_pct,
         "{check:?}"
     );
@@ -825,5 +844,50 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
         (mean - a.ttft_mean_abs_pct).abs() < 0.01,
         "validate --calibration {mean} vs calibrate's fit {}",
         a.ttft_mean_abs_pct
+    );
+}
+
+#[test]
+fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
+    if !common::have_aic("a_decode_overhead_that_does_not_cross_validate_better_is_dropped") {
+        return;
+    }
+    // The shipped H100 rows: fitted on a third, each fold trades the decode scale against a
+    // decode pass overhead of its own and predicts the other rows' TPOT far worse than the fit
+    // without one, so the entry keeps the fit without.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = shipped_rows(d, "h100.csv", |l| l.contains("h100_sxm"), 45);
+    let (plain, _, _, _) = calibrate_as_shipped(d, &rows, "plain.json", &[]);
+    let (checked, _, stdout, _) =
+        calibrate_as_shipped(d, &rows, "decode.json", &["--fit-decode-overhead"]);
+    let (p, c) = (&plain.families[0], &checked.families[0]);
+    let (pf, cf) = (p.fit.as_ref().unwrap(), c.fit.as_ref().unwrap());
+    assert!(pf.decode_overhead_check.is_none());
+    let check = cf.decode_overhead_check.unwrap();
+    assert!(!check.kept, "{check:?}");
+    let held_out = |e: &dynosim::calibrate::ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    assert!(
+        held_out(&check.without) < held_out(&check.with),
+        "{check:?}"
+    );
+    // The entry is the fit without the overhead: the plain run's corrections and figures.
+    let plain_cv = pf.cross_validated.as_ref().unwrap().errors;
+    assert_eq!(check.without, plain_cv);
+    assert_eq!(cf.cross_validated.as_ref().unwrap().errors, plain_cv);
+    assert_eq!(c.corrections(), p.corrections());
+    assert_eq!(c.decode_pass_overhead_ms, 0.0);
+    assert!(
+        stdout.contains("decode pass overhead dropped: cross-validated"),
+        "{stdout}"
+    );
+    // What the fit adjusts is still named as asked.
+    assert!(
+        checked.options["fit"]
+            .as_str()
+            .unwrap()
+            .contains("decode pass overhead"),
+        "{:?}",
+        checked.options
     );
 }

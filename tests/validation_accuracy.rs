@@ -182,7 +182,7 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     assert_eq!(tp2["kv_pool_scale"], 0.5, "{tp2}");
     assert_eq!(tp2["fit"]["kv_pool_check"]["kept"], true, "{tp2}");
     assert_eq!(
-        tp2["fit"]["kv_pool_check"]["with_factor"], tp2["fit"]["cross_validated"]["errors"],
+        tp2["fit"]["kv_pool_check"]["with"], tp2["fit"]["cross_validated"]["errors"],
         "{tp2}"
     );
     let all = h100(serde_json::Value::Null);
@@ -190,13 +190,13 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
     let check_all = &all["fit"]["kv_pool_check"];
     assert_eq!(check_all["kept"], false, "{all}");
     assert_eq!(
-        check_all["without_factor"], all["fit"]["cross_validated"]["errors"],
+        check_all["without"], all["fit"]["cross_validated"]["errors"],
         "{all}"
     );
     let held_out =
         |e: &serde_json::Value| figure(e, "ttft_mean_abs_pct") + figure(e, "tpot_mean_abs_pct");
     assert!(
-        held_out(&check_all["without_factor"]) <= held_out(&check_all["with_factor"]),
+        held_out(&check_all["without"]) <= held_out(&check_all["with"]),
         "{all}"
     );
 }

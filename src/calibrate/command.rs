@@ -8,10 +8,12 @@
 //! shapes. Families with fewer rows than `--loo-below` are cross-validated leave-one-out.
 
 use super::fit::{
-    cross_validate, fit, summarize, unmatched, Fit, Memo, Prediction, Scheme, Target, UNMATCHED_PCT,
+    cross_validate, fit, summarize, unmatched, Fit, Fitted, Memo, Prediction, Scheme, Target,
+    UNMATCHED_PCT,
 };
 use super::{
-    CalibrationFile, Corrections, ErrorSummary, Family, FamilyCalibration, FitRecord, KvPoolCheck,
+    CalibrationFile, Corrections, CrossValidation, ErrorSummary, Family, FamilyCalibration,
+    FitRecord, OptionCheck,
 };
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
@@ -296,45 +298,30 @@ fn calibrate_family(
             FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
         }
     };
-    let mut fitted = fit(&mut memo, &targets, &all, what)?;
-    let mut cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
-    // A KV pool factor fitted anywhere (on all the rows or in a fold) must cross-validate better
-    // than the fit without one, or the entry is that fit. Only the cross-validation without it
-    // is needed to decide; the fit on all the rows without it only where the factor goes.
-    let mut kv_pool_check = None;
-    let moved = |c: &Corrections| !crate::config::is_unit(&c.kv_pool_scale);
-    let with_factor = cross_validated
-        .as_ref()
-        .filter(|cv| {
-            what.kv_pool && (moved(&fitted.corrections) || cv.fold_corrections.iter().any(moved))
-        })
-        .map(|cv| cv.errors);
-    if let Some(with_factor) = with_factor {
-        let plain = Fit {
-            kv_pool: false,
-            ..what
-        };
-        let held_out = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
-        if let Some(cv0) = cross_validate(&mut memo, &targets, &order, scheme, plain) {
-            let without_factor = cv0.errors;
-            let mut kept = held_out(&with_factor) < held_out(&without_factor);
-            if !kept {
-                match fit(&mut memo, &targets, &all, plain) {
-                    Some(fitted0) => {
-                        fitted = fitted0;
-                        cross_validated = Some(cv0);
-                    }
-                    // No fit without the factor to fall back on: the entry keeps it.
-                    None => kept = true,
-                }
-            }
-            kv_pool_check = Some(KvPoolCheck {
-                kept,
-                with_factor,
-                without_factor,
-            });
-        }
-    }
+    let fitted = fit(&mut memo, &targets, &all, what)?;
+    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
+    // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
+    // better than the fit without it, or the entry is that fit: the KV pool factor first, then
+    // the decode pass overhead against whatever the first check kept.
+    let mut outcome = Outcome {
+        what,
+        fitted,
+        cross_validated,
+    };
+    let held_out = Held {
+        targets: &targets,
+        all: &all,
+        order: &order,
+        scheme,
+    };
+    let kv_pool_check = check_option(Optional::KvPool, &mut outcome, &mut memo, &held_out);
+    let decode_overhead_check =
+        check_option(Optional::DecodeOverhead, &mut outcome, &mut memo, &held_out);
+    let Outcome {
+        fitted,
+        cross_validated,
+        ..
+    } = outcome;
     let fitted_preds = memo.predict(&all, fitted.corrections);
     let in_sample = summarize(&targets, &all, &fitted_preds);
     let ids: Vec<String> = rows.iter().map(|&i| points[i].id.clone()).collect();
@@ -357,12 +344,109 @@ fn calibrate_family(
         simulations: memo.simulations,
         unmatched_rows,
         kv_pool_check,
+        decode_overhead_check,
     };
     Some(FamilyCalibration::new(
         family.clone(),
         fitted.corrections,
         Some(record),
     ))
+}
+
+/// A correction `calibrate` fits only when asked, and keeps only where it cross-validates
+/// better than the fit without it.
+#[derive(Debug, Clone, Copy)]
+enum Optional {
+    /// `--fit-kv-pool`: a factor on the KV pool's block count.
+    KvPool,
+    /// `--fit-decode-overhead`: ms added to every pass that decodes.
+    DecodeOverhead,
+}
+
+impl Optional {
+    fn fitted_in(self, what: Fit) -> bool {
+        match self {
+            Optional::KvPool => what.kv_pool,
+            Optional::DecodeOverhead => what.decode_overhead,
+        }
+    }
+
+    fn left_out_of(self, what: Fit) -> Fit {
+        match self {
+            Optional::KvPool => Fit {
+                kv_pool: false,
+                ..what
+            },
+            Optional::DecodeOverhead => Fit {
+                decode_overhead: false,
+                ..what
+            },
+        }
+    }
+
+    /// Whether a fit found a value of its own (a fit without the correction leaves it at 1 or 0).
+    fn moved(self, c: &Corrections) -> bool {
+        match self {
+            Optional::KvPool => !crate::config::is_unit(&c.kv_pool_scale),
+            Optional::DecodeOverhead => c.decode_pass_overhead_ms != 0.0,
+        }
+    }
+}
+
+/// A family's fit so far: what it adjusts, the fit on all its rows and its cross-validation.
+struct Outcome {
+    what: Fit,
+    fitted: Fitted,
+    cross_validated: Option<CrossValidation>,
+}
+
+/// How a family's fits are cross-validated.
+struct Held<'a> {
+    targets: &'a [Target],
+    all: &'a [usize],
+    order: &'a [usize],
+    scheme: Scheme,
+}
+
+/// Where `option` was fitted and found a value of its own on all the rows or in a fold,
+/// cross-validates the fit without it and keeps the one with the lower held-out objective (mean
+/// |TTFT error| + mean |TPOT error|). A fit left without the correction no longer adjusts it in
+/// later checks. `None` where there was nothing to check.
+fn check_option(
+    option: Optional,
+    outcome: &mut Outcome,
+    memo: &mut Memo,
+    held: &Held,
+) -> Option<OptionCheck> {
+    let with = outcome.cross_validated.as_ref().filter(|cv| {
+        option.fitted_in(outcome.what)
+            && (option.moved(&outcome.fitted.corrections)
+                || cv.fold_corrections.iter().any(|c| option.moved(c)))
+    })?;
+    let with = with.errors;
+    let plain = option.left_out_of(outcome.what);
+    let cv0 = cross_validate(memo, held.targets, held.order, held.scheme, plain)?;
+    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    let without = cv0.errors;
+    let mut kept = objective(&with) < objective(&without);
+    if !kept {
+        match fit(memo, held.targets, held.all, plain) {
+            Some(fitted0) => {
+                *outcome = Outcome {
+                    what: plain,
+                    fitted: fitted0,
+                    cross_validated: Some(cv0),
+                };
+            }
+            // No fit without the correction to fall back on: the entry keeps it.
+            None => kept = true,
+        }
+    }
+    Some(OptionCheck {
+        kept,
+        with,
+        without,
+    })
 }
 
 /// The settings of the fit, as written into the file.
@@ -477,13 +561,18 @@ pub fn render(file: &CalibrationFile) -> String {
                 rows.join(", ")
             ));
         }
-        if let Some(k) = &fit.kv_pool_check {
-            out.push_str(&format!(
-                "  KV pool factor {}: cross-validated {} with it, {} without\n",
-                if k.kept { "kept" } else { "dropped" },
-                pair(&k.with_factor),
-                pair(&k.without_factor)
-            ));
+        for (what, check) in [
+            ("KV pool factor", &fit.kv_pool_check),
+            ("decode pass overhead", &fit.decode_overhead_check),
+        ] {
+            if let Some(k) = check {
+                out.push_str(&format!(
+                    "  {what} {}: cross-validated {} with it, {} without\n",
+                    if k.kept { "kept" } else { "dropped" },
+                    pair(&k.with),
+                    pair(&k.without)
+                ));
+            }
         }
         let last_of_family = file
             .families

@@ -262,23 +262,33 @@ pub struct FitRecord {
     /// in a fold): the cross-validated errors with and without the factor, and which one the
     /// entry keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kv_pool_check: Option<KvPoolCheck>,
+    pub kv_pool_check: Option<OptionCheck>,
+    /// With `--fit-decode-overhead`, where a decode pass overhead other than 0 was fitted (on
+    /// all the rows or in a fold): the cross-validated errors with and without it, and which
+    /// one the entry keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_overhead_check: Option<OptionCheck>,
 }
 
-/// A fitted KV pool factor against the fit without one, both cross-validated the same way.
-/// The factor is kept only when its held-out objective (mean |TTFT error| + mean |TPOT error|)
-/// is lower: a factor fitted on a few rows places a queueing threshold from a few points, and
-/// where the measurements are inconsistent it misplaces every row it did not see.
+/// An optional correction (a KV pool factor, a decode pass overhead) against the fit without
+/// it, both cross-validated the same way. The correction is kept only when its held-out
+/// objective (mean |TTFT error| + mean |TPOT error|) is lower: one more free value fitted on a
+/// third of a family can follow that third's noise (a KV pool factor places a queueing
+/// threshold from a few points; a decode overhead traded against the decode scale on rows of
+/// similar steps) and misplace every row it did not see.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KvPoolCheck {
-    /// Whether the entry keeps the factor (its corrections and figures are then the fit with
-    /// it; otherwise the fit without it).
+pub struct OptionCheck {
+    /// Whether the entry keeps the correction (its corrections and figures are then the fit
+    /// with it; otherwise the fit without it).
     pub kept: bool,
-    /// The cross-validated errors with the factor fitted.
-    pub with_factor: ErrorSummary,
-    /// The cross-validated errors of the fit without one.
-    pub without_factor: ErrorSummary,
+    /// The cross-validated errors with the correction fitted (`with_factor` in files written
+    /// before 2026-12-05, when only the KV pool factor was checked).
+    #[serde(alias = "with_factor")]
+    pub with: ErrorSummary,
+    /// The cross-validated errors of the fit without it.
+    #[serde(alias = "without_factor")]
+    pub without: ErrorSummary,
 }
 
 /// The cross-validation of one family's fit.

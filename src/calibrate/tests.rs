@@ -49,10 +49,18 @@ fn sample() -> CalibrationFile {
                 ttft_error_pct: -64.4,
                 tpot_error_pct: 12.0,
             }],
-            kv_pool_check: Some(super::KvPoolCheck {
+            kv_pool_check: Some(super::OptionCheck {
                 kept: false,
-                with_factor: summary,
-                without_factor: summary,
+                with: summary,
+                without: summary,
+            }),
+            decode_overhead_check: Some(super::OptionCheck {
+                kept: true,
+                with: summary,
+                without: ErrorSummary {
+                    tpot_mean_abs_pct: 9.5,
+                    ..summary
+                },
             }),
         }),
     ));
@@ -87,6 +95,19 @@ fn the_file_round_trips() {
         back.families[0].corrections().decode_pass_overhead_ms,
         -1.25
     );
+}
+
+#[test]
+fn files_of_the_kv_pool_check_alone_still_read() {
+    // Before the decode overhead was checked too, the check's errors were written as
+    // with_factor / without_factor.
+    let text = sample().to_json();
+    assert!(text.contains("\"decode_overhead_check\""), "{text}");
+    let old = text
+        .replace("\"with\":", "\"with_factor\":")
+        .replace("\"without\":", "\"without_factor\":");
+    assert_ne!(old, text);
+    assert_eq!(CalibrationFile::parse(&old).unwrap(), sample());
 }
 
 #[test]
