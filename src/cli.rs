@@ -124,6 +124,13 @@ pub struct CalibrateArgs {
     /// --per-parallelism's shapes are fitted within it).
     #[arg(long)]
     pub no_per_quantisation: bool,
+    /// Fit a family whose rows decode in several modes (plain, and multi-token prediction with
+    /// N draft tokens, aic_nextn) as one: no entries per decoding mode. By default each mode
+    /// with at least 6 rows also gets an entry, fitted on its rows alone, that wins over the
+    /// family's for its pools (and the entries per quantisation and shape are fitted within
+    /// it).
+    #[arg(long)]
+    pub no_per_decoding: bool,
     #[command(flatten)]
     pub options: MeasuredOptions,
     #[command(flatten)]

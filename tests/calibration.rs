@@ -891,3 +891,101 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
         checked.options
     );
 }
+
+#[test]
+fn each_decoding_mode_of_a_family_gets_its_own_entry() {
+    if !common::have_aic("each_decoding_mode_of_a_family_gets_its_own_entry") {
+        return;
+    }
+    // Six H200 TRT-LLM DeepSeek-R1 rows of plain servers and six of servers with multi-token
+    // prediction (validate simulates the latter with aic_nextn 3, as InferenceX's MTP script
+    // ran them): one entry per decoding mode besides the family's, each fitted on its rows.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/validate/h200_trtllm_dsr1_plain_mtp.csv");
+    let (file, stdout, _) = calibrate(d, &rows, &d.join("cal.json"), &[]);
+    let labels: Vec<Option<&str>> = file
+        .families
+        .iter()
+        .map(|f| f.decoding.as_deref())
+        .collect();
+    assert_eq!(labels, [None, Some("mtp3"), Some("plain")], "{stdout}");
+    for f in &file.families {
+        let fit = f.fit.as_ref().unwrap();
+        let want = if f.decoding.is_none() { 12 } else { 6 };
+        assert_eq!(fit.rows.len(), want, "{f:?}");
+        assert!(f.quantisation.is_none() && f.parallelism.is_none(), "{f:?}");
+    }
+    assert!(
+        fit_rows_all(&file, "mtp3", "_ep8_"),
+        "the MTP entry holds the EP 8 rows"
+    );
+    assert!(
+        fit_rows_all(&file, "plain", "_ep1_"),
+        "the plain entry holds the EP 1 rows"
+    );
+    assert_eq!(file.options["per_decoding"], true);
+    assert!(
+        stdout.contains("h200_sxm trtllm deepseek-ai/DeepSeek-R1 mtp3"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("as applied"), "{stdout}");
+    let (pooled, _, _) = calibrate(d, &rows, &d.join("pooled.json"), &["--no-per-decoding"]);
+    assert_eq!(pooled.families.len(), 1);
+    assert_eq!(pooled.options["per_decoding"], false);
+
+    // validate with the file: each row takes its mode's entry, and an MTP row's engine args
+    // carry that entry's decode share in decode_time_scale.
+    let stderr = validate_with(d, &rows, &d.join("cal.json"));
+    for mode in ["mtp3", "plain"] {
+        assert!(
+            stderr.contains(&format!(
+                "calibrated h200_sxm trtllm deepseek-ai/DeepSeek-R1 {mode}:"
+            )),
+            "{stderr}"
+        );
+    }
+    let mtp = file
+        .families
+        .iter()
+        .find(|f| f.decoding.as_deref() == Some("mtp3"))
+        .unwrap();
+    let plain = file
+        .families
+        .iter()
+        .find(|f| f.decoding.as_deref() == Some("plain"))
+        .unwrap();
+    let mut r = csv::Reader::from_path(d.join("v/validation.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (status, args) = (col("status"), col("engine_args"));
+    let mut seen = (0, 0);
+    for rec in r.records().map(Result::unwrap) {
+        assert_eq!(&rec[status], "ok", "{rec:?}");
+        let e: Value = serde_json::from_str(&rec[args]).unwrap();
+        let prefill = 1.0 / metric(&e, "speedup_ratio");
+        if e.get("aic_nextn").is_some() {
+            assert!((prefill - mtp.prefill_scale).abs() < 1e-9, "{e}");
+            let ratio = mtp.decode_scale / mtp.prefill_scale;
+            assert!(
+                (metric(&e, "decode_time_scale") - ratio).abs() < 1e-9,
+                "{e}"
+            );
+            seen.0 += 1;
+        } else {
+            assert!((prefill - plain.prefill_scale).abs() < 1e-9, "{e}");
+            seen.1 += 1;
+        }
+    }
+    assert_eq!(seen, (6, 6));
+}
+
+/// Whether every row the entry of decoding mode `mode` was fitted on has `needle` in its id.
+fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
+    file.families
+        .iter()
+        .find(|f| f.decoding.as_deref() == Some(mode))
+        .and_then(|f| f.fit.as_ref())
+        .is_some_and(|fit| fit.rows.iter().all(|id| id.contains(needle)))
+}

@@ -17,7 +17,9 @@ use super::{
 };
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
-use crate::validate::calibration::{aic_family, correction_keys, parallelism_of, quantisation_of};
+use crate::validate::calibration::{
+    aic_family, correction_keys, decoding_of, parallelism_of, quantisation_of,
+};
 use crate::validate::deployment::Recipe;
 use crate::validate::{
     Corrections as KeyCorrections, MeasuredPoint, PointResult, Status, Validator,
@@ -96,42 +98,34 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
                 calibrate_family(args, &validator, &points, &baseline, &narrow, narrow_rows);
             entry.map(|e| file.families.push(e)).is_some()
         };
-        // What narrower entries are fitted within: each weight quantisation when the family's
-        // rows have several (AIC's kernels are off by other factors for FP8 than for FP4),
-        // else the family.
-        let quantisations = match args.no_per_quantisation {
-            true => BTreeMap::new(),
-            false => by_key(rows, &baseline, quantisation_of),
-        };
-        let mut parents: Vec<(Family, Vec<usize>)> = Vec::new();
-        if quantisations.len() < 2 {
-            parents.push((family.clone(), rows.clone()));
-        } else {
-            for (q, q_rows) in quantisations {
-                let narrow = Family {
-                    quantisation: Some(q),
-                    ..family.clone()
-                };
-                if narrow_entry(narrow.clone(), &q_rows) {
-                    parents.push((narrow, q_rows));
+        // Each level narrows the entries of the one before where their rows have several
+        // labels, one entry per label: the decoding mode (a pool with multi-token prediction
+        // runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by other
+        // factors than a plain pool's), the weight quantisation (AIC's kernels are off by other
+        // factors for FP8 than for FP4), and with --per-parallelism the deployment shape. One
+        // label: no entry (it would be its parent's).
+        let levels = [
+            (!args.no_per_decoding, Level::Decoding),
+            (!args.no_per_quantisation, Level::Quantisation),
+            (args.per_parallelism, Level::Parallelism),
+        ];
+        let mut parents: Vec<(Family, Vec<usize>)> = vec![(family.clone(), rows.clone())];
+        for (_, level) in levels.into_iter().filter(|(on, _)| *on) {
+            let mut next = Vec::new();
+            for (parent, parent_rows) in parents {
+                let parts = by_key(&parent_rows, &baseline, level.label_of());
+                if parts.len() < 2 {
+                    next.push((parent, parent_rows));
+                    continue;
+                }
+                for (label, part_rows) in parts {
+                    let narrow = level.narrow(&parent, label);
+                    if narrow_entry(narrow.clone(), &part_rows) {
+                        next.push((narrow, part_rows));
+                    }
                 }
             }
-        }
-        if !args.per_parallelism {
-            continue;
-        }
-        for (parent, parent_rows) in parents {
-            let shapes = by_key(&parent_rows, &baseline, parallelism_of);
-            if shapes.len() < 2 {
-                continue; // one shape: its entry would be the parent's
-            }
-            for (shape, shape_rows) in shapes {
-                let narrow = Family {
-                    parallelism: Some(shape),
-                    ..parent.clone()
-                };
-                narrow_entry(narrow, &shape_rows);
-            }
+            parents = next;
         }
     }
     write_file(&args.output, &file.to_json())?;
@@ -145,6 +139,35 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A way `calibrate` narrows a family's entries by a label of its rows' recipes.
+#[derive(Debug, Clone, Copy)]
+enum Level {
+    Decoding,
+    Quantisation,
+    Parallelism,
+}
+
+impl Level {
+    fn label_of(self) -> fn(&Recipe) -> Option<String> {
+        match self {
+            Level::Decoding => decoding_of,
+            Level::Quantisation => quantisation_of,
+            Level::Parallelism => parallelism_of,
+        }
+    }
+
+    /// `parent` narrowed to `label` at this level.
+    fn narrow(self, parent: &Family, label: String) -> Family {
+        let mut f = parent.clone();
+        match self {
+            Level::Decoding => f.decoding = Some(label),
+            Level::Quantisation => f.quantisation = Some(label),
+            Level::Parallelism => f.parallelism = Some(label),
+        }
+        f
+    }
 }
 
 /// The points of each AIC family (indices into `points`), and notes on the points left out.
@@ -456,6 +479,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "fit_on": match args.fit_on { FitOn::One => "one", FitOn::Rest => "rest" },
         "loo_below": args.loo_below,
         "exclude": args.exclude,
+        "per_decoding": !args.no_per_decoding,
         "per_quantisation": !args.no_per_quantisation,
         "per_parallelism": args.per_parallelism,
         "fit": fit_name(args),
@@ -605,6 +629,7 @@ fn as_applied(file: &CalibrationFile, family: &Family) -> Option<String> {
     // An entry is most specific when no other entry of the family narrows it.
     let narrows = |g: &Family, wide: &Family| {
         g != wide
+            && (wide.decoding.is_none() || wide.decoding == g.decoding)
             && (wide.quantisation.is_none() || wide.quantisation == g.quantisation)
             && (wide.parallelism.is_none() || wide.parallelism == g.parallelism)
     };

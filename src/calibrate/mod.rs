@@ -50,6 +50,11 @@ pub struct Family {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// A decoding mode within the family ([`decoding_label`]: `plain`, or `mtp3` for
+    /// multi-token prediction with 3 draft tokens): an entry with one applies to pools that
+    /// decode so and wins over the family's entry without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<String>,
     /// A weight quantisation within the family ([`quantisation_label`], e.g. `fp8` or
     /// `nvfp4`): an entry with one applies to pools of that quantisation and wins over the
     /// family's entry without one.
@@ -65,7 +70,7 @@ pub struct Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.system, self.backend, self.model)?;
-        for narrower in [&self.quantisation, &self.parallelism]
+        for narrower in [&self.decoding, &self.quantisation, &self.parallelism]
             .into_iter()
             .flatten()
         {
@@ -76,9 +81,10 @@ impl fmt::Display for Family {
 }
 
 impl Family {
-    /// The same family without a quantisation or deployment shape.
+    /// The same family without a decoding mode, quantisation or deployment shape.
     pub fn generic(&self) -> Family {
         Family {
+            decoding: None,
             quantisation: None,
             parallelism: None,
             ..self.clone()
@@ -88,9 +94,10 @@ impl Family {
     /// The entries that may apply to a pool of this family, most specific first (the order of
     /// [`narrowings`]).
     pub fn fallbacks(&self) -> Vec<Family> {
-        narrowings(&self.quantisation, &self.parallelism)
+        narrowings(&self.decoding, &self.quantisation, &self.parallelism)
             .into_iter()
-            .map(|(quantisation, parallelism)| Family {
+            .map(|(decoding, quantisation, parallelism)| Family {
+                decoding,
                 quantisation,
                 parallelism,
                 ..self.clone()
@@ -99,26 +106,55 @@ impl Family {
     }
 }
 
-/// The (quantisation, shape) narrowings whose entry may apply to a pool with `quantisation` and
-/// `parallelism`, most specific first and each once: both, the quantisation, the shape,
-/// neither. (The quantisation goes first: AIC's kernels differ more between dtypes than between
-/// shapes of one dtype.) Calibration files and validate's corrections look entries up so.
+/// A narrowing of a family: its decoding mode, weight quantisation and deployment shape, each
+/// kept or not.
+pub type Narrowing = (Option<String>, Option<String>, Option<String>);
+
+/// The (decoding, quantisation, shape) narrowings whose entry may apply to a pool with
+/// `decoding`, `quantisation` and `parallelism`, most specific first and each once: those that
+/// keep more of the three first, and among as many the decoding mode before the quantisation
+/// before the shape (all three; decoding and quantisation; decoding and shape; quantisation and
+/// shape; decoding; quantisation; shape; none). A pool that decodes with multi-token prediction
+/// runs other passes than a plain one, and AIC's kernels differ more between dtypes than
+/// between shapes of one dtype. Calibration files and validate's corrections look entries up
+/// so.
 pub fn narrowings(
+    decoding: &Option<String>,
     quantisation: &Option<String>,
     parallelism: &Option<String>,
-) -> Vec<(Option<String>, Option<String>)> {
-    let mut out = Vec::with_capacity(4);
-    for pair in [
-        (quantisation.clone(), parallelism.clone()),
-        (quantisation.clone(), None),
-        (None, parallelism.clone()),
-        (None, None),
-    ] {
-        if !out.contains(&pair) {
-            out.push(pair);
+) -> Vec<Narrowing> {
+    const KEEP: [(bool, bool, bool); 8] = [
+        (true, true, true),
+        (true, true, false),
+        (true, false, true),
+        (false, true, true),
+        (true, false, false),
+        (false, true, false),
+        (false, false, true),
+        (false, false, false),
+    ];
+    let keep = |k: bool, v: &Option<String>| if k { v.clone() } else { None };
+    let mut out: Vec<Narrowing> = Vec::with_capacity(KEEP.len());
+    for (d, q, p) in KEEP {
+        let n = (
+            keep(d, decoding),
+            keep(q, quantisation),
+            keep(p, parallelism),
+        );
+        if !out.contains(&n) {
+            out.push(n);
         }
     }
     out
+}
+
+/// The decoding mode of an AIC pool as calibration files name it: `plain`, or `mtp{N}` with
+/// multi-token prediction of N draft tokens (`aic_nextn`).
+pub fn decoding_label(nextn: Option<u32>) -> String {
+    match nextn {
+        Some(n) => format!("mtp{n}"),
+        None => "plain".to_string(),
+    }
 }
 
 /// The weight quantisation of an AIC pool as calibration files name it, from its GEMM and MoE
@@ -312,6 +348,10 @@ pub struct FamilyCalibration {
     pub system: String,
     pub backend: String,
     pub model: String,
+    /// The decoding mode this entry is for (absent: every decoding mode of the family without
+    /// an entry of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<String>,
     /// The weight quantisation this entry is for (absent: every quantisation of the family
     /// without an entry of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,6 +385,7 @@ impl FamilyCalibration {
             system: family.system,
             backend: family.backend,
             model: family.model,
+            decoding: family.decoding,
             quantisation: family.quantisation,
             parallelism: family.parallelism,
             prefill_scale: c.prefill_scale,
@@ -362,6 +403,7 @@ impl FamilyCalibration {
             system: self.system.clone(),
             backend: self.backend.clone(),
             model: self.model.clone(),
+            decoding: self.decoding.clone(),
             quantisation: self.quantisation.clone(),
             parallelism: self.parallelism.clone(),
         }
@@ -565,13 +607,14 @@ impl CalibrationFile {
     }
 
     /// The entry for `family`: the most specific the file has, in the order of
-    /// [`Family::fallbacks`] (quantisation and shape, quantisation, shape, the family).
+    /// [`Family::fallbacks`] (from all of decoding mode, quantisation and shape to the family).
     pub fn get(&self, family: &Family) -> Option<&FamilyCalibration> {
         family.fallbacks().into_iter().find_map(|want| {
             self.families.iter().find(|f| {
                 f.system == want.system
                     && f.backend == want.backend
                     && f.model == want.model
+                    && f.decoding == want.decoding
                     && f.quantisation == want.quantisation
                     && f.parallelism == want.parallelism
             })
@@ -621,6 +664,7 @@ pub fn family_of(e: &EngineArgs) -> Option<Family> {
         system: id.system.clone(),
         backend: id.backend.clone(),
         model: id.model_path.clone(),
+        decoding: Some(decoding_label(e.mtp.as_ref().map(|m| m.nextn))),
         quantisation: Some(quantisation_label(
             id.gemm_dtype.as_deref(),
             id.moe_dtype.as_deref(),

@@ -5,6 +5,7 @@ fn family() -> Family {
         system: "h200_sxm".into(),
         backend: "vllm".into(),
         model: "meta-llama/Meta-Llama-3.1-70B".into(),
+        decoding: None,
         quantisation: None,
         parallelism: None,
     }
@@ -296,21 +297,86 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
     assert!(e.contains("repeats the family"), "{e}");
 }
 
+/// An entry of [`family`] narrowed by the labels given, with prefill scale `scale`.
+fn narrowed_entry(
+    d: Option<&str>,
+    q: Option<&str>,
+    p: Option<&str>,
+    scale: f64,
+) -> FamilyCalibration {
+    let fam = Family {
+        decoding: d.map(str::to_string),
+        quantisation: q.map(str::to_string),
+        parallelism: p.map(str::to_string),
+        ..family()
+    };
+    let c = Corrections {
+        prefill_scale: scale,
+        ..Corrections::NONE
+    };
+    FamilyCalibration::new(fam, c, None)
+}
+
+#[test]
+fn a_decoding_mode_narrows_before_a_quantisation_or_shape() {
+    let mut f = sample();
+    f.families
+        .push(narrowed_entry(Some("mtp3"), None, None, 2.0));
+    f.families
+        .push(narrowed_entry(Some("mtp3"), Some("nvfp4"), None, 3.0));
+    f.families
+        .push(narrowed_entry(None, Some("nvfp4"), Some("tp4"), 4.0));
+    f.families
+        .push(narrowed_entry(Some("plain"), None, Some("tp4"), 5.0));
+    let text = f.to_json();
+    assert!(text.contains("\"decoding\": \"mtp3\""), "{text}");
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(back, f);
+    let scale = |d: &str, q: &str, p: &str| {
+        let pool = Family {
+            decoding: Some(d.to_string()),
+            quantisation: Some(q.to_string()),
+            parallelism: Some(p.to_string()),
+            ..family()
+        };
+        back.get(&pool).unwrap().prefill_scale
+    };
+    assert_eq!(scale("mtp3", "nvfp4", "tp4"), 3.0); // decoding and quantisation first
+    assert_eq!(scale("mtp3", "fp8", "tp4"), 2.0); // its decoding before quantisation and shape
+    assert_eq!(scale("plain", "nvfp4", "tp4"), 5.0); // decoding and shape
+    assert_eq!(scale("mtp1", "nvfp4", "tp4"), 4.0); // quantisation and shape
+    assert_eq!(scale("mtp1", "fp8", "tp8"), 1.18); // the family
+    assert_eq!(
+        back.families[1].family().to_string(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B mtp3"
+    );
+    assert_eq!(
+        back.families[2].family().to_string(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B mtp3 nvfp4"
+    );
+    // Every narrowing once, most specific first; labels a pool lacks drop out.
+    let some = |x: &str| Some(x.to_string());
+    assert_eq!(
+        narrowings(&some("mtp3"), &some("fp8"), &some("tp4")).len(),
+        8
+    );
+    assert_eq!(
+        narrowings(&None, &some("fp8"), &some("tp4")),
+        vec![
+            (None, some("fp8"), some("tp4")),
+            (None, some("fp8"), None),
+            (None, None, some("tp4")),
+            (None, None, None),
+        ]
+    );
+    assert_eq!(decoding_label(None), "plain");
+    assert_eq!(decoding_label(Some(3)), "mtp3");
+}
+
 #[test]
 fn the_most_specific_entry_wins_quantisation_first() {
     let mut f = sample();
-    let entry = |q: Option<&str>, p: Option<&str>, scale: f64| {
-        let fam = Family {
-            quantisation: q.map(str::to_string),
-            parallelism: p.map(str::to_string),
-            ..family()
-        };
-        let c = Corrections {
-            prefill_scale: scale,
-            ..Corrections::NONE
-        };
-        FamilyCalibration::new(fam, c, None)
-    };
+    let entry = |q: Option<&str>, p: Option<&str>, scale: f64| narrowed_entry(None, q, p, scale);
     f.families.push(entry(Some("nvfp4"), None, 2.0));
     f.families.push(entry(None, Some("tp4"), 3.0));
     f.families.push(entry(Some("nvfp4"), Some("tp4"), 4.0));

@@ -31,6 +31,7 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
             system: s("aic_system")?,
             backend: s("aic_backend")?,
             model: s("aic_model_path")?,
+            decoding: None,
             quantisation: None,
             parallelism: None,
         };
@@ -50,6 +51,29 @@ fn aic_pool(r: &Recipe) -> Option<&Value> {
         .as_ref()
         .or(r.prefill_engine_args.as_ref())?;
     pool.get("aic_backend").map(|_| pool)
+}
+
+/// `family` narrowed to a recipe's decoding mode, weight quantisation and deployment shape
+/// (each `None` without AIC), as calibration entries are looked up for its pools.
+pub fn narrowed(r: &Recipe, family: Family) -> Family {
+    Family {
+        decoding: decoding_of(r),
+        quantisation: quantisation_of(r),
+        parallelism: parallelism_of(r),
+        ..family
+    }
+}
+
+/// The decoding mode of a recipe's pools as calibration files name it
+/// ([`calibrate::decoding_label`]: `plain`, or `mtp{N}` with `aic_nextn` N): the aggregated or
+/// prefill pool's (`None` without AIC).
+pub fn decoding_of(r: &Recipe) -> Option<String> {
+    let pool = aic_pool(r)?;
+    let nextn = pool
+        .get("aic_nextn")
+        .and_then(Value::as_u64)
+        .map(|n| n as u32);
+    Some(calibrate::decoding_label(nextn))
 }
 
 /// The deployment shape of a recipe's pools as calibration files name it
@@ -169,19 +193,10 @@ pub fn corrections(
             outcomes.push(Applied::NoAicTiming);
             continue;
         };
-        let (quantisation, shape) = (quantisation_of(&r), parallelism_of(&r));
-        let narrow = Family {
-            quantisation: quantisation.clone(),
-            parallelism: shape.clone(),
-            ..family.clone()
-        };
+        let narrow = narrowed(&r, family.clone());
         match file.get(&narrow) {
             Some(f) => {
-                let key = super::Family {
-                    quantisation,
-                    parallelism: shape,
-                    ..p.family()
-                };
+                let key = narrowed(&r, p.family());
                 out.by_family
                     .insert(key, correction_keys(&r, f.corrections()));
                 outcomes.push(Applied::Calibrated(f.family(), f.corrections()));

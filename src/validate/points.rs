@@ -36,6 +36,7 @@ impl MeasuredPoint {
             system: self.system.clone(),
             backend: self.backend.clone(),
             model: self.model.clone(),
+            decoding: None,
             quantisation: None,
             parallelism: None,
         }

@@ -143,11 +143,7 @@ impl Validator {
                 };
                 let (mut r, used) = recipe(p, &self.options, cat)
                     .map_err(|why| fail(Status::Unsupported, why, None, String::new()))?;
-                let narrow = super::Family {
-                    quantisation: super::calibration::quantisation_of(&r),
-                    parallelism: super::calibration::parallelism_of(&r),
-                    ..p.family()
-                };
+                let narrow = super::calibration::narrowed(&r, p.family());
                 if let Some(c) = corrections.get(&narrow) {
                     r.apply(c);
                 }
