@@ -961,9 +961,15 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let (status, args) = (col("status"), col("engine_args"));
     let mut seen = (0, 0);
+    let mut uncalibrated = Vec::new();
     for rec in r.records().map(Result::unwrap) {
         assert_eq!(&rec[status], "ok", "{rec:?}");
         let e: Value = serde_json::from_str(&rec[args]).unwrap();
+        let mut plain_args = e.clone();
+        for k in ["speedup_ratio", "decode_time_scale", "request_overhead_ms"] {
+            plain_args.as_object_mut().unwrap().remove(k);
+        }
+        uncalibrated.push(plain_args);
         let prefill = 1.0 / metric(&e, "speedup_ratio");
         if e.get("aic_nextn").is_some() {
             assert!((prefill - mtp.prefill_scale).abs() < 1e-9, "{e}");
@@ -979,6 +985,18 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
         }
     }
     assert_eq!(seen, (6, 6));
+
+    // `dynosim run` picks the entry of its pool's decoding mode too.
+    let cal = d.join("cal.json");
+    for (mode, e) in [("plain", &uncalibrated[0]), ("mtp3", &uncalibrated[11])] {
+        let (_, stderr) = run(d, &e.to_string(), &["--calibration", cal.to_str().unwrap()]);
+        assert!(
+            stderr.contains(&format!(
+                "calibrated h200_sxm trtllm deepseek-ai/DeepSeek-R1 {mode}:"
+            )),
+            "{stderr}"
+        );
+    }
 }
 
 /// Whether every row the entry of decoding mode `mode` was fitted on has `needle` in its id.
