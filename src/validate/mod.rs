@@ -92,8 +92,8 @@ impl Default for Options {
 }
 
 /// A point's family (what one set of corrections applies to) is a calibration file's: GPU
-/// system, backend and model, narrowed by a weight quantisation or deployment shape where a
-/// calibration has entries for them.
+/// system, backend and model, narrowed by a decoding mode, weight quantisation or deployment
+/// shape where a calibration has entries for them.
 pub use crate::calibrate::Family;
 
 /// Engine-args keys set on every pool of a family's points (e.g. `speedup_ratio`,
@@ -113,8 +113,8 @@ impl Corrections {
     }
 
     /// The most specific correction for `family`, in the order calibration files are looked up
-    /// ([`crate::calibrate::narrowings`]: its quantisation and shape, its quantisation, its
-    /// shape, the family).
+    /// ([`crate::calibrate::narrowings`]: from its decoding mode, quantisation and shape down
+    /// to the family).
     pub fn get(&self, family: &Family) -> Option<&Correction> {
         family
             .fallbacks()
