@@ -6,7 +6,7 @@
 mod common;
 
 use assert_cmd::Command;
-use dynosim::calibrate::CalibrationFile;
+use dynosim::calibrate::{CalibrationFile, FamilyCalibration};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -946,16 +946,7 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
             "{stderr}"
         );
     }
-    let mtp = file
-        .families
-        .iter()
-        .find(|f| f.decoding.as_deref() == Some("mtp3"))
-        .unwrap();
-    let plain = file
-        .families
-        .iter()
-        .find(|f| f.decoding.as_deref() == Some("plain"))
-        .unwrap();
+    let (mtp, plain) = (entry_of(&file, "mtp3"), entry_of(&file, "plain"));
     let mut r = csv::Reader::from_path(d.join("v/validation.csv")).unwrap();
     let header = r.headers().unwrap().clone();
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -999,11 +990,18 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
     }
 }
 
-/// Whether every row the entry of decoding mode `mode` was fitted on has `needle` in its id.
-fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
+/// The file's entry of decoding mode `mode` (there must be one).
+fn entry_of<'a>(file: &'a CalibrationFile, mode: &str) -> &'a FamilyCalibration {
     file.families
         .iter()
         .find(|f| f.decoding.as_deref() == Some(mode))
-        .and_then(|f| f.fit.as_ref())
+        .unwrap_or_else(|| panic!("no entry of decoding mode {mode}"))
+}
+
+/// Whether every row the entry of decoding mode `mode` was fitted on has `needle` in its id.
+fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
+    entry_of(file, mode)
+        .fit
+        .as_ref()
         .is_some_and(|fit| fit.rows.iter().all(|id| id.contains(needle)))
 }

@@ -441,12 +441,15 @@ fn check_option(
     memo: &mut Memo,
     held: &Held,
 ) -> Option<OptionCheck> {
-    let with = outcome.cross_validated.as_ref().filter(|cv| {
-        option.fitted_in(outcome.what)
-            && (option.moved(&outcome.fitted.corrections)
-                || cv.fold_corrections.iter().any(|c| option.moved(c)))
-    })?;
-    let with = with.errors;
+    let with = outcome
+        .cross_validated
+        .as_ref()
+        .filter(|cv| {
+            option.fitted_in(outcome.what)
+                && (option.moved(&outcome.fitted.corrections)
+                    || cv.fold_corrections.iter().any(|c| option.moved(c)))
+        })?
+        .errors;
     let plain = option.left_out_of(outcome.what);
     let cv0 = cross_validate(memo, held.targets, held.order, held.scheme, plain)?;
     let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
