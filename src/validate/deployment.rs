@@ -40,7 +40,7 @@ pub enum KvCacheDtype {
     /// for such SGLang rows on B200 and B300 (`--kv-cache-dtype fp8_e4m3`), BF16 for aggregated
     /// SGLang DeepSeek-R1 on H200 (its script sets none; SGLang's default is the model's dtype),
     /// BF16 for gpt-oss-120b on H100 and H200 (its vLLM and TRT-LLM scripts set FP8 on
-    /// Blackwell only), AIC's default for the model (BF16 unless its checkpoint says otherwise;
+    /// Blackwell only) and for vLLM MiniMax-M2.5 on H100 (its script sets none), AIC's default for the model (BF16 unless its checkpoint says otherwise;
     /// FP8 for DeepSeek-R1) for every other row (H200 SGLang Qwen3.5's script sets FP8, which
     /// AIC has no context-attention data for there).
     #[default]
@@ -83,6 +83,14 @@ impl KvCacheDtype {
                 // gpt-oss's vLLM and TRT-LLM scripts set an FP8 KV cache on Blackwell only;
                 // on H100 and H200 they leave it at `auto`, the checkpoint's BF16.
                 if t.script_model.contains("gpt-oss") && PRE_BLACKWELL.contains(&p.system.as_str())
+                {
+                    return Some("bfloat16");
+                }
+                // MiniMax-M2.5's vLLM script for H100 passes no `--kv-cache-dtype` (its H200,
+                // B300 and the B200 servers ran FP8): vLLM's `auto`, the checkpoint's BF16.
+                if p.backend == "vllm"
+                    && p.system == "h100_sxm"
+                    && t.script_model.contains("minimax")
                 {
                     return Some("bfloat16");
                 }

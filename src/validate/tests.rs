@@ -1116,6 +1116,35 @@ fn trtllm_llama_short_rows_below_tp8_get_inferencexs_batch_waiting() {
 }
 
 #[test]
+fn minimax_on_h100_keeps_the_checkpoints_bf16_kv_cache() {
+    let mut aic = catalog();
+    let h200 = aic.databases["h200_sxm"].clone();
+    aic.databases.insert("h100_sxm".to_string(), h200);
+    aic.models.push("MiniMaxAI/MiniMax-M2.5".to_string());
+    let kv = |row: &str| {
+        let pts = read_table(Path::new("t.csv"), &table(&[row])).unwrap();
+        let (r, _) = recipe(&pts[0], &Options::default(), Some(&aic)).unwrap();
+        r.extra_engine_args.unwrap()["aic_kv_cache_dtype"].clone()
+    };
+    // Its vLLM script for H100 sets no KV dtype (vLLM keeps the checkpoint's BF16); on the
+    // other GPUs its servers ran FP8, as Llama's scripts set on every GPU.
+    let minimax = LLAMA.replacen("meta-llama/Llama-3.1-70B", "MiniMaxAI/MiniMax-M2.5", 1);
+    let h100 = |row: &str| row.replacen(",h200_sxm,", ",h100_sxm,", 1);
+    assert_ne!(h100(&minimax), minimax);
+    assert_eq!(kv(&h100(&minimax)), "bfloat16");
+    assert_eq!(kv(&minimax), "fp8");
+    assert_eq!(kv(&h100(LLAMA)), "fp8");
+    // `--kv-cache-dtype fp8` still sets it.
+    let fp8 = Options {
+        kv_cache_dtype: KvCacheDtype::Fp8,
+        ..Options::default()
+    };
+    let pts = read_table(Path::new("t.csv"), &table(&[&h100(&minimax)])).unwrap();
+    let (r, _) = recipe(&pts[0], &fp8, Some(&aic)).unwrap();
+    assert_eq!(r.extra_engine_args.unwrap()["aic_kv_cache_dtype"], "fp8");
+}
+
+#[test]
 fn fp4_rows_of_an_mxfp4_checkpoint_run_its_own_format() {
     let mut aic = catalog();
     let h200 = aic.databases["h200_sxm"].clone();
