@@ -103,8 +103,9 @@ pub struct CalibrateArgs {
     pub fit_pass_overhead: bool,
     /// Also fit a per-decode-pass overhead (decode_pass_overhead_ms: ms, possibly negative,
     /// added to every engine pass that decodes, so TPOT becomes affine in the simulated step);
-    /// kept only where it cross-validates better than the fit without one. About four times
-    /// the simulations.
+    /// kept only where it cross-validates better than the fit without one. Twice the
+    /// simulations (each probe also runs with 1 ms of it, which gives the overhead in closed
+    /// form).
     #[arg(long)]
     pub fit_decode_overhead: bool,
     /// Also fit the KV pool's size (kv_pool_scale: a factor on its block count, from 1/8 to 4)

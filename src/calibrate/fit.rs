@@ -27,10 +27,14 @@
 //! concurrency slot for a few ms), which the updates on real predictions absorb.
 //!
 //! The per-decode-pass overhead, when asked ([`Fit::decode_overhead`]), is signed (the measured
-//! servers' decode steps may have a fixed part shorter or longer than AIC's): it is searched on
-//! a signed lattice at the best ratio and pass overhead, then the ratio and it together by a
-//! pattern search over their eight neighbours (moving one at a time stalls on the objective's
-//! kinks); it scales with the passes too.
+//! servers' decode steps may have a fixed part shorter or longer than AIC's), and it needs no
+//! search of its own: with every prompt sent at once under a concurrency cap, which requests
+//! share each pass does not depend on how long the passes take, so adding `D` ms to every pass
+//! that decodes adds `D` times the number of such passes in a request's wait to its TTFT and
+//! in its decoding to its TPOT. Each probe therefore simulates the rows twice, without the
+//! overhead and with [`SLOPE_PROBE_MS`] of it; the difference gives every row's two counts, and
+//! the objective, jointly convex in (k, o, D), is minimised over `D` by a golden-section search
+//! around the closed-form (k, o).
 //!
 //! The KV pool's size, when asked ([`Fit::kv_pool`]), is a factor on its block count: it moves
 //! the point where a server stops admitting and queues, which no time scale can, and leaves
@@ -167,13 +171,17 @@ pub struct Fitted {
     pub objective: f64,
 }
 
-/// One simulated row against its measurement: predicted and measured TTFT and TPOT (ms).
+/// One simulated row against its measurement: predicted and measured TTFT and TPOT (ms), and
+/// how many ms the predicted TTFT and TPOT gain per ms of decode pass overhead (`dt`, `du`: the
+/// passes that decode in the request's wait, and per output token; 0 where not measured).
 #[derive(Debug, Clone, Copy)]
 struct Obs {
     t: f64,
     m: f64,
     u: f64,
     q: f64,
+    dt: f64,
+    du: f64,
 }
 
 /// The rows that simulated, with their measurements.
@@ -186,6 +194,36 @@ fn observations(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> Vec
                 m: targets[r].ttft_ms,
                 u,
                 q: targets[r].tpot_ms,
+                dt: 0.0,
+                du: 0.0,
+            })
+        })
+        .collect()
+}
+
+/// The decode pass overhead (ms at decode scale 1) of the second simulation of a probe that
+/// fits one: the difference from the first gives each row's counts of passes that decode.
+pub const SLOPE_PROBE_MS: f64 = 1.0;
+
+/// [`observations`] with the per-ms gains of TTFT and TPOT: `base` simulated without a decode
+/// pass overhead, `probe` with [`SLOPE_PROBE_MS`] of it (a row must simulate in both).
+fn observations_with_slopes(
+    targets: &[Target],
+    rows: &[usize],
+    base: &[Prediction],
+    probe: &[Prediction],
+) -> Vec<Obs> {
+    rows.iter()
+        .zip(base.iter().zip(probe))
+        .filter_map(|(&r, (b, p))| {
+            let (&(t, u), &(t1, u1)) = (b.as_ref().ok()?, p.as_ref().ok()?);
+            Some(Obs {
+                t,
+                m: targets[r].ttft_ms,
+                u,
+                q: targets[r].tpot_ms,
+                dt: (t1 - t) / SLOPE_PROBE_MS,
+                du: (u1 - u) / SLOPE_PROBE_MS,
             })
         })
         .collect()
@@ -210,13 +248,44 @@ fn objective(k: f64, t: &[f64], u: &[f64]) -> f64 {
     mean(t) + mean(u)
 }
 
-/// mean |(k·t + o)/m − 1| + mean |k·u/q − 1|: the objective with TTFTs `t` that do not yet
-/// include the overhead `o`.
-fn objective_with_overhead(k: f64, o: f64, obs: &[Obs]) -> f64 {
+/// mean |(k·t + o + D·dt)/m − 1| + mean |(k·u + D·du)/q − 1|: the objective with TTFTs `t`
+/// that do not yet include the request overhead `o`, and times that do not yet include the
+/// decode pass overhead `D` (ms).
+fn objective_with_overhead(k: f64, o: f64, d: f64, obs: &[Obs]) -> f64 {
     let n = obs.len() as f64;
-    let ttft: f64 = obs.iter().map(|x| ((k * x.t + o) / x.m - 1.0).abs()).sum();
-    let tpot: f64 = obs.iter().map(|x| (k * x.u / x.q - 1.0).abs()).sum();
+    let ttft: f64 = obs
+        .iter()
+        .map(|x| ((k * x.t + o + d * x.dt) / x.m - 1.0).abs())
+        .sum();
+    let tpot: f64 = obs
+        .iter()
+        .map(|x| ((k * x.u + d * x.du) / x.q - 1.0).abs())
+        .sum();
     (ttft + tpot) / n
+}
+
+/// The minimiser of a unimodal `f` on [a, b] by golden-section search (`iters` steps).
+fn golden_min(mut a: f64, mut b: f64, iters: usize, f: impl Fn(f64) -> f64) -> f64 {
+    let phi = (5f64.sqrt() - 1.0) / 2.0;
+    let mut c = b - phi * (b - a);
+    let mut d = a + phi * (b - a);
+    let (mut fc, mut fd) = (f(c), f(d));
+    for _ in 0..iters {
+        if fc <= fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - phi * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + phi * (b - a);
+            fd = f(d);
+        }
+    }
+    (a + b) / 2.0
 }
 
 /// The minimiser of Σ wᵢ·|x − vᵢ| over `pts` = (vᵢ, wᵢ): a weighted median (`None` for no point).
@@ -251,58 +320,74 @@ pub fn best_scale(t: &[f64], u: &[f64]) -> f64 {
     weighted_median(pts).unwrap_or(1.0)
 }
 
-/// For a scale `k`, the overhead ≥ 0 minimising [`objective_with_overhead`]: the TTFT term is
-/// Σ |o − (m − k·t)| / m, so a weighted median of the shortfalls, clamped at 0 (the objective
-/// is convex in `o`).
-fn best_overhead(k: f64, obs: &[Obs]) -> f64 {
-    let pts = obs.iter().map(|x| (x.m - k * x.t, 1.0 / x.m)).collect();
-    // To the µs: no float noise in the file.
-    let o = weighted_median(pts).unwrap_or(0.0).max(0.0);
-    (o * 1000.0).round() / 1000.0
+/// To the µs: no float noise in the file.
+fn to_us(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
 }
 
-/// The (k, o) minimising [`objective_with_overhead`], and the objective there. The objective is
-/// jointly convex in (k, o), so its minimum over `o` (in closed form) is convex in `k`, which a
-/// golden-section search over log k finds.
-fn best_scale_and_overhead(obs: &[Obs]) -> (f64, f64, f64) {
+/// For a scale `k` and a decode pass overhead `d`, the request overhead ≥ 0 minimising
+/// [`objective_with_overhead`]: the TTFT term is Σ |o − (m − k·t − d·dt)| / m, so a weighted
+/// median of the shortfalls, clamped at 0 (the objective is convex in `o`).
+fn best_overhead(k: f64, d: f64, obs: &[Obs]) -> f64 {
+    let pts = obs
+        .iter()
+        .map(|x| (x.m - k * x.t - d * x.dt, 1.0 / x.m))
+        .collect();
+    to_us(weighted_median(pts).unwrap_or(0.0).max(0.0))
+}
+
+/// The (k, o) minimising [`objective_with_overhead`] at decode pass overhead `d` (o = 0 unless
+/// `overhead`), and the objective there. The objective is jointly convex in (k, o), so its
+/// minimum over `o` (in closed form) is convex in `k`, which a golden-section search over log k
+/// finds.
+fn best_scale_and_overhead(obs: &[Obs], d: f64, overhead: bool) -> (f64, f64, f64) {
     let g = |lk: f64| {
         let k = lk.exp();
-        let o = best_overhead(k, obs);
-        (objective_with_overhead(k, o, obs), k, o)
-    };
-    let phi = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut a, mut b) = ((1e-3f64).ln(), (1e3f64).ln());
-    let mut c = b - phi * (b - a);
-    let mut d = a + phi * (b - a);
-    let (mut gc, mut gd) = (g(c).0, g(d).0);
-    for _ in 0..100 {
-        if gc <= gd {
-            b = d;
-            d = c;
-            gd = gc;
-            c = b - phi * (b - a);
-            gc = g(c).0;
+        let o = if overhead {
+            best_overhead(k, d, obs)
         } else {
-            a = c;
-            c = d;
-            gc = gd;
-            d = a + phi * (b - a);
-            gd = g(d).0;
-        }
-    }
-    let (obj, k, o) = g((a + b) / 2.0);
+            0.0
+        };
+        (objective_with_overhead(k, o, d, obs), k, o)
+    };
+    let lk = golden_min((1e-3f64).ln(), (1e3f64).ln(), 100, |lk| g(lk).0);
+    let (obj, k, o) = g(lk);
     (k, o, obj)
 }
 
-/// The best common scale (and overhead, when fitted) for predictions made without overhead:
-/// (k, o, objective).
-fn best_for(what: Fit, obs: &[Obs]) -> (f64, f64, f64) {
-    if what.request_overhead {
-        best_scale_and_overhead(obs)
+/// The best common scale, request overhead and decode pass overhead (those `what` fits) for
+/// predictions made without them: (k, o, D, objective). `D`, in ms of the corrected run, is
+/// searched where every TPOT stays above a tenth of its measured value at k = 1 and none is
+/// more than doubled: the objective's minimum over (k, o) is convex in `D`.
+fn best_for(what: Fit, obs: &[Obs]) -> (f64, f64, f64, f64) {
+    if what.decode_overhead && obs.iter().any(|x| x.du > 0.0) {
+        let lo = obs
+            .iter()
+            .filter(|x| x.du > 0.0)
+            .map(|x| -0.9 * x.q / x.du)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let hi = obs
+            .iter()
+            .filter(|x| x.du > 0.0)
+            .map(|x| x.q / x.du)
+            .fold(f64::INFINITY, f64::min);
+        let at = |d: f64| best_scale_and_overhead(obs, d, what.request_overhead);
+        let d = to_us(golden_min(lo.min(0.0), hi.max(0.0), 60, |d| at(d).2));
+        let (k, o, obj) = at(d);
+        // No overhead unless it earns its place (ties to none).
+        let (k0, o0, obj0) = at(0.0);
+        if obj0 <= obj {
+            (k0, o0, 0.0, obj0)
+        } else {
+            (k, o, d, obj)
+        }
+    } else if what.request_overhead {
+        let (k, o, obj) = best_scale_and_overhead(obs, 0.0, true);
+        (k, o, 0.0, obj)
     } else {
         let (t, u) = ratios_of(obs);
         let k = best_scale(&t, &u);
-        (k, 0.0, objective(k, &t, &u))
+        (k, 0.0, 0.0, objective(k, &t, &u))
     }
 }
 
@@ -322,14 +407,6 @@ fn pass_ms(m: i32) -> f64 {
     (f64::from(m) / 4.0).exp2()
 }
 
-/// The signed lattice of the decode pass overhead (ms at decode scale 1): 0 at index 0, and
-/// ±2^((|n| − 9)/4) at ±n (±0.25 ms at 1, ±1 ms at 9, ±4 ms at 17, ±16 ms at 25), monotone in
-/// n; probed coarsely at 0, ±1, ±4 and ±16 ms, then at steps of 4, 2 and 1 around the best.
-const DECODE_COARSE: [i32; 7] = [-25, -17, -9, 0, 9, 17, 25];
-const DECODE_STEPS: [i32; 3] = [4, 2, 1];
-/// Moves per step size of the final local search over (ratio, decode pass overhead).
-const POLISH_MOVES: usize = 8;
-
 /// The lattice of the KV pool's factor: 2^(j/4) for integers j, probed coarsely at ¼, ½, 1/√2,
 /// √2 and 2, then one step either side of the best; the factor stays within [1/8, 4].
 const KV_COARSE: [i32; 5] = [-8, -4, -2, 2, 4];
@@ -344,27 +421,19 @@ fn kv_scale(j: i32) -> f64 {
     (f64::from(j) / 4.0).exp2()
 }
 
-fn decode_ms(n: i32) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        f64::from(n.signum()) * (f64::from(n.abs() - 9) / 4.0).exp2()
-    }
-}
-
 /// One probe of the search: log₂ of the ratio of the scales, the pass overhead's lattice index
-/// (`None` = no pass overhead), the decode pass overhead's (0 = none), the KV pool factor's (0 =
-/// the pool as it is), the objective, and the common scale and request overhead that minimise
-/// it.
+/// (`None` = no pass overhead), the KV pool factor's (0 = the pool as it is), the objective,
+/// and the common scale, request overhead and decode pass overhead (ms of the corrected run)
+/// that minimise it.
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     l: f64,
     m: Option<i32>,
-    n: i32,
     j: i32,
     obj: f64,
     k: f64,
     o: f64,
+    d: f64,
 }
 
 /// The probes of one fit over its training rows.
@@ -380,14 +449,11 @@ struct Search<'a, 'm, 's> {
 }
 
 impl Search<'_, '_, '_> {
-    /// The objective at (l, m, n) (`None` when no row simulates).
-    fn eval(&mut self, l: f64, m: Option<i32>, n: i32) -> Option<f64> {
+    /// The objective at (l, m) (`None` when no row simulates): one simulation of the rows, two
+    /// when the decode pass overhead is fitted ([`SLOPE_PROBE_MS`]).
+    fn eval(&mut self, l: f64, m: Option<i32>) -> Option<f64> {
         let j = self.j;
-        if let Some(s) = self
-            .seen
-            .iter()
-            .find(|s| s.l == l && s.m == m && s.n == n && s.j == j)
-        {
+        if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m && s.j == j) {
             return Some(s.obj);
         }
         let c = Corrections {
@@ -395,23 +461,32 @@ impl Search<'_, '_, '_> {
             decode_scale: 1.0,
             request_overhead_ms: 0.0,
             prefill_pass_overhead_ms: m.map_or(0.0, pass_ms),
-            decode_pass_overhead_ms: decode_ms(n),
+            decode_pass_overhead_ms: 0.0,
             kv_pool_scale: kv_scale(j),
         };
         let preds = self.memo.predict(self.rows, c);
-        let obs = observations(self.targets, self.rows, &preds);
+        let obs = if self.what.decode_overhead {
+            let probe = Corrections {
+                decode_pass_overhead_ms: SLOPE_PROBE_MS,
+                ..c
+            };
+            let slopes = self.memo.predict(self.rows, probe);
+            observations_with_slopes(self.targets, self.rows, &preds, &slopes)
+        } else {
+            observations(self.targets, self.rows, &preds)
+        };
         if obs.is_empty() {
             return None;
         }
-        let (k, o, obj) = best_for(self.what, &obs);
+        let (k, o, d, obj) = best_for(self.what, &obs);
         self.seen.push(Probe {
             l,
             m,
-            n,
             j,
             obj,
             k,
             o,
+            d,
         });
         Some(obj)
     }
@@ -428,18 +503,18 @@ impl Search<'_, '_, '_> {
                 a.obj
                     .total_cmp(&b.obj)
                     .then(a.m.unwrap_or(i32::MIN).cmp(&b.m.unwrap_or(i32::MIN)))
-                    .then(a.n.abs().cmp(&b.n.abs()))
+                    .then(a.d.abs().total_cmp(&b.d.abs()))
                     .then(a.l.abs().total_cmp(&b.l.abs()))
             })
     }
 
-    /// Refines log₂ r at overheads (`m`, `n`), from `step` halving down to the finest step.
-    fn refine_ratio(&mut self, m: Option<i32>, n: i32, mut step: f64) -> Option<Probe> {
-        let at = |p: &Probe| p.m == m && p.n == n;
+    /// Refines log₂ r at pass overhead `m`, from `step` halving down to the finest step.
+    fn refine_ratio(&mut self, m: Option<i32>, mut step: f64) -> Option<Probe> {
+        let at = |p: &Probe| p.m == m;
         while step >= FINEST_STEP {
             let b = self.best(at)?.l;
             for l in [b - step, b + step] {
-                self.eval(l, m, n)?;
+                self.eval(l, m)?;
             }
             step /= 2.0;
         }
@@ -447,74 +522,49 @@ impl Search<'_, '_, '_> {
     }
 
     /// The ratio's coarse grid (widened while the best is on an edge) and its refinement,
-    /// without overheads.
+    /// without a pass overhead.
     fn search_ratio(&mut self) -> Option<Probe> {
-        let at = |p: &Probe| p.m.is_none() && p.n == 0;
+        let at = |p: &Probe| p.m.is_none();
         let (mut lo, mut hi) = COARSE;
         for h in lo..=hi {
-            self.eval(f64::from(h) / 2.0, None, 0)?;
+            self.eval(f64::from(h) / 2.0, None)?;
         }
         loop {
             let b = self.best(at)?.l;
             if b <= f64::from(lo) / 2.0 && lo > -WIDEST {
                 lo -= 1;
-                self.eval(f64::from(lo) / 2.0, None, 0)?;
+                self.eval(f64::from(lo) / 2.0, None)?;
             } else if b >= f64::from(hi) / 2.0 && hi < WIDEST {
                 hi += 1;
-                self.eval(f64::from(hi) / 2.0, None, 0)?;
+                self.eval(f64::from(hi) / 2.0, None)?;
             } else {
                 break;
             }
         }
-        self.refine_ratio(None, 0, 0.25)
+        self.refine_ratio(None, 0.25)
     }
 
-    /// The pass overhead at ratio `l` (decode pass overhead `n`): its coarse lattice, then
-    /// steps around the best; `None` when no pass overhead beats none.
-    fn search_pass(&mut self, l: f64, n: i32, steps: &[i32], coarse: bool) -> Option<Probe> {
+    /// The pass overhead at ratio `l`: its coarse lattice, then steps around the best; `None`
+    /// when no pass overhead beats none.
+    fn search_pass(&mut self, l: f64, steps: &[i32], coarse: bool) -> Option<Probe> {
         if coarse {
             for m in PASS_COARSE {
-                self.eval(l, Some(m), n)?;
+                self.eval(l, Some(m))?;
             }
         }
-        let at = |p: &Probe| p.l == l && p.n == n;
+        let at = |p: &Probe| p.l == l;
         for &step in steps {
             let m = self.best(at)?.m?;
             for j in [m - step, m + step] {
-                self.eval(l, Some(j), n)?;
+                self.eval(l, Some(j))?;
             }
         }
         self.best(at).filter(|p| p.m.is_some())
     }
 
-    /// From the best probe at pass overhead `m`, a pattern search on the (ratio, decode pass
-    /// overhead) lattice: moves to the best of the eight neighbours at steps (¼, 4) while that
-    /// improves the objective (at most [`POLISH_MOVES`] moves), then at (⅛, 2) and (1/16, 1).
-    /// The objective has kinks along which moving one coordinate at a time stalls.
-    fn polish(&mut self, m: Option<i32>) -> Option<Probe> {
-        let at = |p: &Probe| p.m == m;
-        for (sl, sn) in [(0.25, 4), (0.125, 2), (FINEST_STEP, 1)] {
-            for _ in 0..POLISH_MOVES {
-                let b = self.best(at)?;
-                for dl in [-1.0, 0.0, 1.0] {
-                    for dn in [-1, 0, 1] {
-                        if dl != 0.0 || dn != 0 {
-                            self.eval(b.l + dl * sl, m, b.n + dn * sn)?;
-                        }
-                    }
-                }
-                let after = self.best(at)?;
-                if after.l == b.l && after.n == b.n {
-                    break;
-                }
-            }
-        }
-        self.best(at)
-    }
-
-    /// The KV pool factor, from ratio `l` (no overheads): its coarse lattice at that ratio, then
-    /// one step either side of the best; ties go to the factor nearer 1, so a pool no row fills
-    /// stays as it is. At a factor other than 1 the ratio is refined there and the factor
+    /// The KV pool factor, from ratio `l` (no pass overhead): its coarse lattice at that ratio,
+    /// then one step either side of the best; ties go to the factor nearer 1, so a pool no row
+    /// fills stays as it is. At a factor other than 1 the ratio is refined there and the factor
     /// searched again at the new ratio, until the factor holds (at most [`KV_ROUNDS`] rounds).
     /// The factor is kept only when its best probe beats the best probe at factor 1 by at least
     /// [`KV_MIN_GAIN`] (a factor that only follows a row's noise would be a threshold in the
@@ -526,7 +576,7 @@ impl Search<'_, '_, '_> {
             let mut tried: Vec<(f64, i32)> = Vec::new();
             let score = |s: &mut Self, tried: &mut Vec<(f64, i32)>, j: i32| {
                 s.j = j;
-                if let Some(obj) = s.eval(l, None, 0) {
+                if let Some(obj) = s.eval(l, None) {
                     tried.push((obj, j));
                 }
             };
@@ -550,12 +600,12 @@ impl Search<'_, '_, '_> {
             if self.j == 0 {
                 break;
             }
-            let p = self.refine_ratio(None, 0, 0.25)?;
+            let p = self.refine_ratio(None, 0.25)?;
             // A factor other than 1 must earn its place: at its best ratio, a gain of at least
             // KV_MIN_GAIN over the pool as it is at its own best ratio.
             let j = self.j;
             self.j = 0;
-            let at_one = self.best(|q| q.m.is_none() && q.n == 0)?;
+            let at_one = self.best(|q| q.m.is_none())?;
             self.j = j;
             if at_one.obj - p.obj < KV_MIN_GAIN {
                 self.j = 0;
@@ -566,31 +616,7 @@ impl Search<'_, '_, '_> {
             }
             l = p.l;
         }
-        self.best(|p| p.m.is_none() && p.n == 0)
-    }
-
-    /// The decode pass overhead at ratio `l` and pass overhead `m`: its coarse signed lattice,
-    /// then steps around the best; `None` when no decode pass overhead beats none.
-    fn search_decode(
-        &mut self,
-        l: f64,
-        m: Option<i32>,
-        steps: &[i32],
-        coarse: bool,
-    ) -> Option<Probe> {
-        if coarse {
-            for n in DECODE_COARSE {
-                self.eval(l, m, n)?;
-            }
-        }
-        let at = |p: &Probe| p.l == l && p.m == m;
-        for &step in steps {
-            let n = self.best(at)?.n;
-            for j in [n - step, n + step] {
-                self.eval(l, m, j)?;
-            }
-        }
-        self.best(at).filter(|p| p.n != 0)
+        self.best(|p| p.m.is_none())
     }
 }
 
@@ -599,12 +625,12 @@ impl Search<'_, '_, '_> {
 /// The ratio of the scales is searched first without a pass overhead; when the pass overhead
 /// is fitted, it is then searched at that ratio and, if some overhead beats none, the ratio is
 /// refined again at the best overhead and the overhead once more at the best ratio (a
-/// coordinate descent). The decode pass overhead, when fitted, is then searched at the best
-/// probe so far and, if some overhead beats none, polished with the ratio ([`Search::polish`]).
-/// The KV pool factor, when fitted, is searched at the best ratio right after it, before any
-/// overhead, and the ratio refined again at the factor found; every later probe keeps it.
-/// Every probe simulates at decode scale 1; the common scale `k` and the request overhead come
-/// in closed form, and `k` scales both pass overheads with the passes.
+/// coordinate descent). The KV pool factor, when fitted, is searched at the best ratio right
+/// after it, before any pass overhead, and the ratio refined again at the factor found; every
+/// later probe keeps it. Every probe simulates at decode scale 1; the common scale `k`, the
+/// request overhead and the decode pass overhead come in closed form (the last by a
+/// golden-section search on each probe's two simulations), and `k` scales the pass overhead
+/// with the passes.
 pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Option<Fitted> {
     let mut search = Search {
         memo,
@@ -620,23 +646,14 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
     }
     if what.pass_overhead {
         let first = search.best(|_| true)?;
-        if let Some(p) = search.search_pass(first.l, 0, &PASS_STEPS, true) {
-            if let Some(q) = search.refine_ratio(p.m, 0, 0.25) {
-                search.search_pass(q.l, 0, &[2, 1], false);
+        if let Some(p) = search.search_pass(first.l, &PASS_STEPS, true) {
+            if let Some(q) = search.refine_ratio(p.m, 0.25) {
+                search.search_pass(q.l, &[2, 1], false);
             }
         }
     }
-    if what.decode_overhead {
-        let at = search.best(|_| true)?;
-        if search
-            .search_decode(at.l, at.m, &DECODE_STEPS, true)
-            .is_some()
-        {
-            search.polish(at.m);
-        }
-    }
     let Probe {
-        l, m, n, j, k, o, ..
+        l, m, j, k, o, d, ..
     } = search.best(|_| true)?;
     let memo = search.memo;
     let mut c = Corrections {
@@ -644,11 +661,16 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
         decode_scale: k,
         request_overhead_ms: o,
         prefill_pass_overhead_ms: m.map_or(0.0, pass_ms) * k,
-        decode_pass_overhead_ms: decode_ms(n) * k,
+        decode_pass_overhead_ms: d,
         kv_pool_scale: kv_scale(j),
     };
     // The corrections as they are; where the runs were not scale-invariant (an overhead, or
-    // arrivals on a clock), update k (and the overhead) on their real predictions.
+    // arrivals on a clock), update k (and the request overhead) on their real predictions, the
+    // decode pass overhead scaling with the passes.
+    let fixed = Fit {
+        decode_overhead: false,
+        ..what
+    };
     let mut result: Option<Fitted> = None;
     for _ in 0..4 {
         let preds = memo.predict(rows, c);
@@ -668,7 +690,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
         for x in &mut obs {
             x.t -= c.request_overhead_ms;
         }
-        let (k, o, _) = best_for(what, &obs);
+        let (k, o, _, _) = best_for(fixed, &obs);
         if (k - 1.0).abs() < 1e-9 && (o - c.request_overhead_ms).abs() < 1e-6 {
             break;
         }
@@ -677,7 +699,7 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
             decode_scale: c.decode_scale * k,
             request_overhead_ms: o,
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms * k,
-            decode_pass_overhead_ms: c.decode_pass_overhead_ms * k,
+            decode_pass_overhead_ms: to_us(c.decode_pass_overhead_ms * k),
             kv_pool_scale: c.kv_pool_scale,
         };
     }
