@@ -98,7 +98,8 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub no_request_overhead: bool,
     /// Also fit a per-prefill-pass overhead (prefill_pass_overhead_ms: ms added to every engine
-    /// pass that computes prompt tokens); about twice the simulations.
+    /// pass that computes prompt tokens); 1.1 to 1.5 times the simulations (each ratio tried
+    /// runs once more with 1 ms of it, and every overhead on its lattice follows from the two).
     #[arg(long)]
     pub fit_pass_overhead: bool,
     /// Also fit a per-decode-pass overhead (decode_pass_overhead_ms: ms, possibly negative,

@@ -15,9 +15,11 @@
 //! on real predictions follow.
 //!
 //! The per-prefill-pass overhead, when asked ([`Fit::pass_overhead`]), scales with the passes
-//! (a probe simulates it at decode scale 1, and `k` multiplies it too), so runs stay
+//! (a probe takes it at decode scale 1, and `k` multiplies it too), so runs stay
 //! scale-invariant: it is searched on a lattice at the best ratio, then the ratio and it are
-//! refined in turn ([`fit`]).
+//! refined in turn ([`fit`]). Runs are linear in it as in the decode pass overhead (below), so
+//! a ratio is simulated once more with [`SLOPE_PROBE_MS`] of it and every lattice point of that
+//! ratio follows from the two runs.
 //!
 //! The per-request overhead (ms from a client's send to the engine, the same for every request)
 //! is fitted with the common scale when asked ([`Fit::request_overhead`]): for each `r`,
@@ -201,30 +203,49 @@ fn observations(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> Vec
         .collect()
 }
 
-/// The decode pass overhead (ms at decode scale 1) of the second simulation of a probe that
-/// fits one: the difference from the first gives each row's counts of passes that decode.
+/// The overhead (ms at decode scale 1) of the extra simulation of a probe that fits a pass
+/// overhead: the difference from the simulation without it gives each row's counts of the
+/// passes it adds to (decoding passes for the decode pass overhead, passes that compute prompt
+/// tokens for the prefill pass overhead).
 pub const SLOPE_PROBE_MS: f64 = 1.0;
 
-/// [`observations`] with the per-ms gains of TTFT and TPOT: `base` simulated without a decode
-/// pass overhead, `probe` with [`SLOPE_PROBE_MS`] of it (a row must simulate in both).
+/// [`observations`] of `preds` with the per-ms gains of TTFT and TPOT from a decode pass
+/// overhead: `base` simulated without it, `probe` with [`SLOPE_PROBE_MS`] of it (a row must
+/// simulate in all three).
 fn observations_with_slopes(
     targets: &[Target],
     rows: &[usize],
+    preds: &[Prediction],
     base: &[Prediction],
     probe: &[Prediction],
 ) -> Vec<Obs> {
     rows.iter()
-        .zip(base.iter().zip(probe))
-        .filter_map(|(&r, (b, p))| {
-            let (&(t, u), &(t1, u1)) = (b.as_ref().ok()?, p.as_ref().ok()?);
+        .zip(preds.iter().zip(base.iter().zip(probe)))
+        .filter_map(|(&r, (x, (b, p)))| {
+            let (&(t, u), &(t0, u0), &(t1, u1)) =
+                (x.as_ref().ok()?, b.as_ref().ok()?, p.as_ref().ok()?);
             Some(Obs {
                 t,
                 m: targets[r].ttft_ms,
                 u,
                 q: targets[r].tpot_ms,
-                dt: (t1 - t) / SLOPE_PROBE_MS,
-                du: (u1 - u) / SLOPE_PROBE_MS,
+                dt: (t1 - t0) / SLOPE_PROBE_MS,
+                du: (u1 - u0) / SLOPE_PROBE_MS,
             })
+        })
+        .collect()
+}
+
+/// `base` + `ms` / [`SLOPE_PROBE_MS`] × (`probe` − `base`), row by row: the predictions with
+/// `ms` of the overhead that `probe` was simulated with [`SLOPE_PROBE_MS`] of (exact, as the
+/// runs are linear in it).
+fn extrapolate(base: &[Prediction], probe: &[Prediction], ms: f64) -> Vec<Prediction> {
+    let x = ms / SLOPE_PROBE_MS;
+    base.iter()
+        .zip(probe)
+        .map(|(b, p)| match (b, p) {
+            (Ok((t, u)), Ok((t1, u1))) => Ok((t + x * (t1 - t), u + x * (u1 - u))),
+            (Err(e), _) | (_, Err(e)) => Err(e.clone()),
         })
         .collect()
 }
@@ -449,8 +470,10 @@ struct Search<'a, 'm, 's> {
 }
 
 impl Search<'_, '_, '_> {
-    /// The objective at (l, m) (`None` when no row simulates): one simulation of the rows, two
-    /// when the decode pass overhead is fitted ([`SLOPE_PROBE_MS`]).
+    /// The objective at (l, m) (`None` when no row simulates). Only the ratio is simulated:
+    /// once as it is, once more with [`SLOPE_PROBE_MS`] on every pass that computes prompt
+    /// tokens when `m` is a pass overhead (any `m` then follows from the two), and once more
+    /// with it on every pass that decodes when the decode pass overhead is fitted.
     fn eval(&mut self, l: f64, m: Option<i32>) -> Option<f64> {
         let j = self.j;
         if let Some(s) = self.seen.iter().find(|s| s.l == l && s.m == m && s.j == j) {
@@ -460,18 +483,28 @@ impl Search<'_, '_, '_> {
             prefill_scale: l.exp2(),
             decode_scale: 1.0,
             request_overhead_ms: 0.0,
-            prefill_pass_overhead_ms: m.map_or(0.0, pass_ms),
+            prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
             kv_pool_scale: kv_scale(j),
         };
-        let preds = self.memo.predict(self.rows, c);
+        let base = self.memo.predict(self.rows, c);
+        let preds = match m {
+            None => base.clone(),
+            Some(m) => {
+                let probe = Corrections {
+                    prefill_pass_overhead_ms: SLOPE_PROBE_MS,
+                    ..c
+                };
+                extrapolate(&base, &self.memo.predict(self.rows, probe), pass_ms(m))
+            }
+        };
         let obs = if self.what.decode_overhead {
             let probe = Corrections {
                 decode_pass_overhead_ms: SLOPE_PROBE_MS,
                 ..c
             };
             let slopes = self.memo.predict(self.rows, probe);
-            observations_with_slopes(self.targets, self.rows, &preds, &slopes)
+            observations_with_slopes(self.targets, self.rows, &preds, &base, &slopes)
         } else {
             observations(self.targets, self.rows, &preds)
         };

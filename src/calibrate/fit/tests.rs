@@ -575,3 +575,15 @@ fn the_kv_lattice_is_a_power_of_two_per_four_steps() {
     assert_eq!(kv_scale(KV_RANGE.0), 0.125);
     assert_eq!(kv_scale(KV_RANGE.1), 4.0);
 }
+
+#[test]
+fn extrapolation_follows_the_probe_and_keeps_failures() {
+    let base: Vec<Prediction> = vec![Ok((100.0, 10.0)), Err("pool".into()), Ok((50.0, 5.0))];
+    let probe: Vec<Prediction> = vec![Ok((103.0, 11.0)), Ok((1.0, 1.0)), Err("x".into())];
+    let got = extrapolate(&base, &probe, 4.0 * SLOPE_PROBE_MS);
+    assert_eq!(got[0], Ok((112.0, 14.0)));
+    assert_eq!(got[1], Err("pool".to_string()));
+    assert_eq!(got[2], Err("x".to_string()));
+    // At 0 ms, the base itself.
+    assert_eq!(extrapolate(&base, &probe, 0.0)[0], Ok((100.0, 10.0)));
+}
