@@ -488,25 +488,23 @@ impl Search<'_, '_, '_> {
             kv_pool_scale: kv_scale(j),
         };
         let base = self.memo.predict(self.rows, c);
-        let preds = match m {
-            None => base.clone(),
-            Some(m) => {
-                let probe = Corrections {
-                    prefill_pass_overhead_ms: SLOPE_PROBE_MS,
-                    ..c
-                };
-                extrapolate(&base, &self.memo.predict(self.rows, probe), pass_ms(m))
-            }
-        };
+        let with_pass = m.map(|m| {
+            let probe = Corrections {
+                prefill_pass_overhead_ms: SLOPE_PROBE_MS,
+                ..c
+            };
+            extrapolate(&base, &self.memo.predict(self.rows, probe), pass_ms(m))
+        });
+        let preds = with_pass.as_deref().unwrap_or(&base);
         let obs = if self.what.decode_overhead {
             let probe = Corrections {
                 decode_pass_overhead_ms: SLOPE_PROBE_MS,
                 ..c
             };
             let slopes = self.memo.predict(self.rows, probe);
-            observations_with_slopes(self.targets, self.rows, &preds, &base, &slopes)
+            observations_with_slopes(self.targets, self.rows, preds, &base, &slopes)
         } else {
-            observations(self.targets, self.rows, &preds)
+            observations(self.targets, self.rows, preds)
         };
         if obs.is_empty() {
             return None;
