@@ -102,12 +102,16 @@ pub struct CalibrateArgs {
     /// runs once more with 1 ms of it, and every overhead on its lattice follows from the two).
     #[arg(long)]
     pub fit_pass_overhead: bool,
-    /// Also fit a per-decode-pass overhead (decode_pass_overhead_ms: ms, possibly negative,
-    /// added to every engine pass that decodes, so TPOT becomes affine in the simulated step);
-    /// kept only where it cross-validates better than the fit without one. Twice the
-    /// simulations (each probe also runs with 1 ms of it, which gives the overhead in closed
-    /// form).
-    #[arg(long)]
+    /// Do not fit the per-decode-pass overhead. By default the fit also adjusts one
+    /// (decode_pass_overhead_ms: ms, possibly negative, added to every engine pass that decodes,
+    /// so TPOT becomes affine in the simulated step) and keeps it only where it cross-validates
+    /// better than the fit without one; that costs twice the simulations (each probe also runs
+    /// with 1 ms of it, which gives the overhead in closed form).
+    #[arg(long, overrides_with = "fit_decode_overhead")]
+    pub no_fit_decode_overhead: bool,
+    /// Fit the per-decode-pass overhead (the default since 2026-12-05; accepted so that older
+    /// commands keep working, and to undo an earlier --no-fit-decode-overhead).
+    #[arg(long, hide = true, overrides_with = "no_fit_decode_overhead")]
     pub fit_decode_overhead: bool,
     /// Also fit the KV pool's size (kv_pool_scale: a factor on its block count, from 1/8 to 4)
     /// where the measured servers queued or preempted earlier or later than the memory model's
@@ -140,6 +144,12 @@ pub struct CalibrateArgs {
 }
 
 impl CalibrateArgs {
+    /// Whether the fit adjusts a per-decode-pass overhead: yes unless --no-fit-decode-overhead
+    /// is the last of the two flags given.
+    pub fn fits_decode_overhead(&self) -> bool {
+        !self.no_fit_decode_overhead
+    }
+
     /// The same points and flags as `dynosim validate` takes them (`-o` unused).
     pub fn as_validate_args(&self) -> ValidateArgs {
         ValidateArgs {
@@ -1023,5 +1033,25 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(Cli::try_parse_from(["dynosim", "merge", "a"]).is_err());
+    }
+
+    #[test]
+    fn the_decode_pass_overhead_is_fitted_unless_the_last_flag_says_not() {
+        let fits = |extra: &[&str]| {
+            let mut argv = vec!["dynosim", "calibrate", "rows.csv", "-o", "c.json"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).expect("parses").command {
+                Command::Calibrate(c) => c.fits_decode_overhead(),
+                other => panic!("not calibrate: {other:?}"),
+            }
+        };
+        assert!(fits(&[]));
+        assert!(fits(&["--fit-decode-overhead"]));
+        assert!(!fits(&["--no-fit-decode-overhead"]));
+        assert!(!fits(&[
+            "--fit-decode-overhead",
+            "--no-fit-decode-overhead"
+        ]));
+        assert!(fits(&["--no-fit-decode-overhead", "--fit-decode-overhead"]));
     }
 }

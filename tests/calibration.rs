@@ -764,8 +764,12 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
         |l| l.contains("h100_sxm") && l.contains("_tp2_"),
         15,
     );
-    let (plain, plain_text, _, _) = calibrate_as_shipped(d, &rows, "plain.json", &[]);
-    let (kv, _, stdout, kv_path) = calibrate_as_shipped(d, &rows, "kv.json", &["--fit-kv-pool"]);
+    // The decode pass overhead is left out of both, so that the check below compares the
+    // pool factor alone (with both, the overhead is checked against what this check kept).
+    let no_dec = "--no-fit-decode-overhead";
+    let (plain, plain_text, _, _) = calibrate_as_shipped(d, &rows, "plain.json", &[no_dec]);
+    let (kv, _, stdout, kv_path) =
+        calibrate_as_shipped(d, &rows, "kv.json", &["--fit-kv-pool", no_dec]);
     // Without the flag the pool keeps its size and the file has no factor.
     assert_eq!(plain.families[0].kv_pool_scale, 1.0);
     assert!(!plain_text.contains("kv_pool_scale"), "{plain_text}");
@@ -858,9 +862,9 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let rows = shipped_rows(d, "h100.csv", |l| l.contains("h100_sxm"), 45);
-    let (plain, _, _, _) = calibrate_as_shipped(d, &rows, "plain.json", &[]);
-    let (checked, _, stdout, _) =
-        calibrate_as_shipped(d, &rows, "decode.json", &["--fit-decode-overhead"]);
+    let (plain, _, _, _) =
+        calibrate_as_shipped(d, &rows, "plain.json", &["--no-fit-decode-overhead"]);
+    let (checked, _, stdout, _) = calibrate_as_shipped(d, &rows, "decode.json", &[]);
     let (p, c) = (&plain.families[0], &checked.families[0]);
     let (pf, cf) = (p.fit.as_ref().unwrap(), c.fit.as_ref().unwrap());
     assert!(pf.decode_overhead_check.is_none());
@@ -881,7 +885,9 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
         stdout.contains("decode pass overhead dropped: cross-validated"),
         "{stdout}"
     );
-    // What the fit adjusts is still named as asked.
+    // What the fit adjusts is named: the overhead is fitted by default.
+    let fit_of = |f: &CalibrationFile| f.options["fit"].as_str().unwrap().to_string();
+    assert!(!fit_of(&plain).contains("decode"), "{:?}", plain.options);
     assert!(
         checked.options["fit"]
             .as_str()

@@ -291,7 +291,7 @@ fn calibrate_family(
     let what = Fit {
         request_overhead: !args.no_request_overhead,
         pass_overhead: args.fit_pass_overhead,
-        decode_overhead: args.fit_decode_overhead,
+        decode_overhead: args.fits_decode_overhead(),
         kv_pool: args.fit_kv_pool,
     };
 
@@ -513,7 +513,7 @@ fn fit_name(args: &CalibrateArgs) -> String {
     if args.fit_pass_overhead {
         parts.push("prefill pass overhead");
     }
-    if args.fit_decode_overhead {
+    if args.fits_decode_overhead() {
         parts.push("decode pass overhead");
     }
     if args.fit_kv_pool {
