@@ -889,10 +889,7 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
     let fit_of = |f: &CalibrationFile| f.options["fit"].as_str().unwrap().to_string();
     assert!(!fit_of(&plain).contains("decode"), "{:?}", plain.options);
     assert!(
-        checked.options["fit"]
-            .as_str()
-            .unwrap()
-            .contains("decode pass overhead"),
+        fit_of(&checked).contains("decode pass overhead"),
         "{:?}",
         checked.options
     );
