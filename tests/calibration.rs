@@ -6,7 +6,7 @@
 mod common;
 
 use assert_cmd::Command;
-use dynosim::calibrate::{CalibrationFile, FamilyCalibration};
+use dynosim::calibrate::{CalibrationFile, ErrorSummary, FamilyCalibration};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -104,6 +104,16 @@ fn calibrate_as_shipped(
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     (CalibrationFile::parse(&text).unwrap(), text, stdout, out)
+}
+
+/// An entry's cross-validated errors (it must have them).
+fn cv_errors(entry: &FamilyCalibration) -> ErrorSummary {
+    entry
+        .fit
+        .as_ref()
+        .and_then(|f| f.cross_validated.as_ref())
+        .unwrap_or_else(|| panic!("no cross-validation: {entry:?}"))
+        .errors
 }
 
 /// `dynosim run` of 48 requests (ISL 1024, OSL 64, concurrency 8) with `engine`; the report
@@ -435,8 +445,7 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
     );
     let fit = f.fit.as_ref().unwrap();
     assert_eq!(fit.rows.len(), 3);
-    let objective =
-        |s: &dynosim::calibrate::ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
+    let objective = |s: &ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
     // The uncalibrated point (scales 1) is on the search's grid: the fit is never worse.
     assert!(
         objective(&fit.fitted) <= objective(&fit.uncalibrated) + 1e-9,
@@ -577,6 +586,35 @@ fn per_parallelism_entries_win_for_their_shape() {
         assert!(fit.cross_validated.is_some(), "{f:?}");
     }
     assert!(stdout.contains("meta-llama/Meta-Llama-3.1-70B tp2"));
+    // Each shape's record holds the family's held-out predictions of its rows: the two shapes
+    // split the family's cross-validation between them, so their counts add up to its count
+    // and their means, weighted by those counts, to its mean.
+    let family_cv = cv_errors(&file.families[0]);
+    assert!(file.families[0]
+        .fit
+        .as_ref()
+        .unwrap()
+        .wider_held_out
+        .is_none());
+    let wider: Vec<_> = file.families[1..]
+        .iter()
+        .map(|f| f.fit.as_ref().unwrap().wider_held_out.unwrap())
+        .collect();
+    assert_eq!(wider.iter().map(|e| e.n).sum::<usize>(), family_cv.n);
+    for (get, of_family) in [
+        (
+            (|e: &ErrorSummary| e.ttft_mean_abs_pct) as fn(&ErrorSummary) -> f64,
+            family_cv.ttft_mean_abs_pct,
+        ),
+        (
+            |e: &ErrorSummary| e.tpot_mean_abs_pct,
+            family_cv.tpot_mean_abs_pct,
+        ),
+    ] {
+        let pooled = wider.iter().map(|e| e.n as f64 * get(e)).sum::<f64>() / family_cv.n as f64;
+        assert!((pooled - of_family).abs() < 1e-9, "{pooled} vs {of_family}");
+    }
+    assert!(stdout.contains("held out on these rows: "), "{stdout}");
 
     // validate with the file: each shape takes its own entry.
     let stderr = validate_with(d, &rows_csv, &cal);
@@ -620,7 +658,7 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     // only if it had them on its grid, so compare with the uncalibrated point, which it has).
     for f in &file.families[1..] {
         let fit = f.fit.as_ref().unwrap();
-        let obj = |s: &dynosim::calibrate::ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
+        let obj = |s: &ErrorSummary| s.ttft_mean_abs_pct + s.tpot_mean_abs_pct;
         assert!(obj(&fit.fitted) <= obj(&fit.uncalibrated) + 1e-9, "{f:?}");
         assert!(fit.cross_validated.is_some(), "{f:?}");
     }
@@ -788,14 +826,7 @@ fn calibrate_fits_a_kv_pool_where_the_servers_queued_for_a_smaller_one() {
     // It cross-validates better than the fit without one, which is the plain run's fit.
     let check = f.fit.as_ref().unwrap().kv_pool_check.unwrap();
     assert!(check.kept, "{check:?}");
-    let plain_cv = plain.families[0]
-        .fit
-        .as_ref()
-        .unwrap()
-        .cross_validated
-        .as_ref()
-        .unwrap()
-        .errors;
+    let plain_cv = cv_errors(&plain.families[0]);
     assert_eq!(check.without, plain_cv);
     assert!(
         check.with.ttft_mean_abs_pct + check.with.tpot_mean_abs_pct
@@ -870,7 +901,7 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
     assert!(pf.decode_overhead_check.is_none());
     let check = cf.decode_overhead_check.unwrap();
     assert!(!check.kept, "{check:?}");
-    let held_out = |e: &dynosim::calibrate::ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    let held_out = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
     assert!(
         held_out(&check.without) < held_out(&check.with),
         "{check:?}"

@@ -83,21 +83,32 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        if let Some(entry) = calibrate_family(args, &validator, &points, &baseline, family, rows) {
-            file.families.push(entry);
-        } else {
+        let Some((entry, held_out)) =
+            calibrate_family(args, &validator, &points, &baseline, family, rows, &[])
+        else {
             eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
             continue;
-        }
-        // An entry narrower than the family, fitted on its rows alone when it has enough.
-        let mut narrow_entry = |narrow: Family, narrow_rows: &[usize]| -> bool {
-            if !enough_rows(&narrow, narrow_rows, &baseline) {
-                return false;
-            }
-            let entry =
-                calibrate_family(args, &validator, &points, &baseline, &narrow, narrow_rows);
-            entry.map(|e| file.families.push(e)).is_some()
         };
+        file.families.push(entry);
+        // An entry narrower than the family, fitted on its rows alone when it has enough; its
+        // record holds how the wider entry's cross-validation predicted the same rows.
+        let mut narrow_entry =
+            |narrow: Family, narrow_rows: &[usize], wider: &[HeldOut]| -> Option<Vec<HeldOut>> {
+                if !enough_rows(&narrow, narrow_rows, &baseline) {
+                    return None;
+                }
+                let (entry, held_out) = calibrate_family(
+                    args,
+                    &validator,
+                    &points,
+                    &baseline,
+                    &narrow,
+                    narrow_rows,
+                    wider,
+                )?;
+                file.families.push(entry);
+                Some(held_out)
+            };
         // Each level narrows the entries of the one before where their rows have several
         // labels, one entry per label: the decoding mode (a pool with multi-token prediction
         // runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by other
@@ -109,19 +120,20 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             (!args.no_per_quantisation, Level::Quantisation),
             (args.per_parallelism, Level::Parallelism),
         ];
-        let mut parents: Vec<(Family, Vec<usize>)> = vec![(family.clone(), rows.clone())];
+        let mut parents: Vec<(Family, Vec<usize>, Vec<HeldOut>)> =
+            vec![(family.clone(), rows.clone(), held_out)];
         for (_, level) in levels.into_iter().filter(|(on, _)| *on) {
             let mut next = Vec::new();
-            for (parent, parent_rows) in parents {
+            for (parent, parent_rows, parent_held) in parents {
                 let parts = by_key(&parent_rows, &baseline, level.label_of());
                 if parts.len() < 2 {
-                    next.push((parent, parent_rows));
+                    next.push((parent, parent_rows, parent_held));
                     continue;
                 }
                 for (label, part_rows) in parts {
                     let narrow = level.narrow(&parent, label);
-                    if narrow_entry(narrow.clone(), &part_rows) {
-                        next.push((narrow, part_rows));
+                    if let Some(held) = narrow_entry(narrow.clone(), &part_rows, &parent_held) {
+                        next.push((narrow, part_rows, held));
                     }
                 }
             }
@@ -244,7 +256,13 @@ fn count_simulated(rows: &[usize], baseline: &[PointResult]) -> usize {
         .count()
 }
 
-/// Fits, cross-validates and describes one family; `None` when none of its rows simulates.
+/// A held-out prediction of a measured point (its index into the points) by a fit that did not
+/// see it.
+type HeldOut = (usize, Prediction);
+
+/// Fits, cross-validates and describes one family (or a narrower entry of one, whose wider
+/// entry's held-out predictions are `wider`); the entry and its own held-out predictions, or
+/// `None` when none of its rows simulates.
 fn calibrate_family(
     args: &CalibrateArgs,
     validator: &Validator,
@@ -252,7 +270,8 @@ fn calibrate_family(
     baseline: &[PointResult],
     family: &Family,
     rows: &[usize],
-) -> Option<FamilyCalibration> {
+    wider: &[HeldOut],
+) -> Option<(FamilyCalibration, Vec<HeldOut>)> {
     // Local row i is points[rows[i]].
     let targets: Vec<Target> = rows
         .iter()
@@ -357,6 +376,22 @@ fn calibrate_family(
                 .map(|why| format!("{}: {why}", points[rows[l]].id))
         })
         .collect();
+    // The wider entry's held-out predictions of these rows, by local index.
+    let local: BTreeMap<usize, usize> = rows.iter().enumerate().map(|(l, &i)| (i, l)).collect();
+    let (wider_rows, wider_preds): (Vec<usize>, Vec<Prediction>) = wider
+        .iter()
+        .filter_map(|(i, p)| local.get(i).map(|&l| (l, p.clone())))
+        .unzip();
+    let wider_held_out = Some(summarize(&targets, &wider_rows, &wider_preds)).filter(|e| e.n > 0);
+    let held_out: Vec<HeldOut> = cross_validated
+        .as_ref()
+        .map(|cv| {
+            cv.held_out
+                .iter()
+                .map(|(l, p)| (rows[*l], p.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     let record = FitRecord {
         rows: ids,
         rows_failed: failed,
@@ -368,11 +403,11 @@ fn calibrate_family(
         unmatched_rows,
         kv_pool_check,
         decode_overhead_check,
+        wider_held_out,
     };
-    Some(FamilyCalibration::new(
-        family.clone(),
-        fitted.corrections,
-        Some(record),
+    Some((
+        FamilyCalibration::new(family.clone(), fitted.corrections, Some(record)),
+        held_out,
     ))
 }
 
@@ -600,6 +635,13 @@ pub fn render(file: &CalibrationFile) -> String {
                     pair(&k.without)
                 ));
             }
+        }
+        if let (Some(wider), Some(cv)) = (&fit.wider_held_out, &fit.cross_validated) {
+            out.push_str(&format!(
+                "  held out on these rows: {} by this entry, {} by the wider one\n",
+                pair(&cv.errors),
+                pair(wider)
+            ));
         }
         let last_of_family = file
             .families

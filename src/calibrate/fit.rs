@@ -892,6 +892,7 @@ pub fn cross_validate(
         folds,
         errors,
         fold_corrections,
+        held_out: test_rows.into_iter().zip(test_preds).collect(),
     })
 }
 

@@ -299,11 +299,17 @@ pub struct FitRecord {
     /// entry keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_pool_check: Option<OptionCheck>,
-    /// With `--fit-decode-overhead`, where a decode pass overhead other than 0 was fitted (on
-    /// all the rows or in a fold): the cross-validated errors with and without it, and which
-    /// one the entry keeps.
+    /// Unless `--no-fit-decode-overhead`, where a decode pass overhead other than 0 was fitted
+    /// (on all the rows or in a fold): the cross-validated errors with and without it, and
+    /// which one the entry keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_overhead_check: Option<OptionCheck>,
+    /// For an entry narrower than its family (a decoding mode, weight quantisation or
+    /// deployment shape): the wider entry's held-out predictions of the same rows (its
+    /// cross-validation's, where they were not among the rows it was fitted on), to set
+    /// against `cross_validated`: whether fitting these rows alone predicts them better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wider_held_out: Option<ErrorSummary>,
 }
 
 /// An optional correction (a KV pool factor, a decode pass overhead) against the fit without
@@ -338,6 +344,11 @@ pub struct CrossValidation {
     pub errors: ErrorSummary,
     /// The corrections each fold's fit found, in fold order (how stable the fit is).
     pub fold_corrections: Vec<Corrections>,
+    /// Every held-out prediction with its row (the fit's own index of it), in the order they
+    /// were made; not written to the file. A narrower entry's rows are looked up here to say
+    /// how the wider fit predicted them.
+    #[serde(skip)]
+    pub held_out: Vec<(usize, fit::Prediction)>,
 }
 
 /// One family's entry of a calibration file: the family's three names, its corrections and

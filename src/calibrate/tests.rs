@@ -43,6 +43,7 @@ fn sample() -> CalibrationFile {
                 folds: 2,
                 errors: summary,
                 fold_corrections: vec![Corrections::NONE, Corrections::NONE],
+                held_out: Vec::new(),
             }),
             simulations: 40,
             unmatched_rows: vec![super::fit::UnmatchedRow {
@@ -63,6 +64,10 @@ fn sample() -> CalibrationFile {
                     ..summary
                 },
             }),
+            wider_held_out: Some(ErrorSummary {
+                ttft_mean_abs_pct: 21.5,
+                ..summary
+            }),
         }),
     ));
     f
@@ -75,6 +80,7 @@ fn the_file_round_trips() {
     assert!(text.ends_with("}\n"));
     let back = CalibrationFile::parse(&text).unwrap();
     assert_eq!(back, f);
+    assert!(text.contains("\"wider_held_out\""), "{text}");
     // A hand-written entry needs no provenance.
     let hand = r#"{"format": "dynosim-calibration", "version": 1, "families": [
         {"system": "s", "backend": "vllm", "model": "m", "prefill_scale": 2, "decode_scale": 0.5}]}"#;
