@@ -120,9 +120,21 @@ pub struct CalibrateArgs {
     /// without it to compare.
     #[arg(long)]
     pub fit_kv_pool: bool,
-    /// Also fit each deployment shape of a family (TP, attention DP, EP) with at least 6 rows:
-    /// entries that win over the family's for pools of that shape.
+    /// Fit no entries per deployment shape. By default each deployment shape of a family (TP,
+    /// attention DP, EP) with at least 6 rows also gets an entry, fitted on its rows alone,
+    /// that wins over the family's for pools of that shape; like every narrower entry, it is
+    /// kept only where it predicts its rows better held out than the wider entry does.
+    #[arg(long, overrides_with = "per_parallelism")]
+    pub no_per_parallelism: bool,
+    /// Keep every narrower entry (per decoding mode, weight quantisation and deployment
+    /// shape) that has enough rows. By default one is kept only where its cross-validation
+    /// predicts its rows better (mean |TTFT error| + mean |TPOT error|) than the wider entry's
+    /// did; its rows otherwise take the wider entry, and stderr says why.
     #[arg(long)]
+    pub keep_narrow_entries: bool,
+    /// Fit an entry per deployment shape (the default since 2026-12-05; accepted so that older
+    /// commands keep working, and to undo an earlier --no-per-parallelism).
+    #[arg(long, hide = true, overrides_with = "no_per_parallelism")]
     pub per_parallelism: bool,
     /// Fit a family whose rows have several weight quantisations (e.g. FP8 and NVFP4) as one:
     /// no entries per quantisation. By default each quantisation with at least 6 rows also
@@ -144,6 +156,12 @@ pub struct CalibrateArgs {
 }
 
 impl CalibrateArgs {
+    /// Whether each deployment shape gets an entry of its own: yes unless
+    /// --no-per-parallelism is the last of the two flags given.
+    pub fn fits_per_parallelism(&self) -> bool {
+        !self.no_per_parallelism
+    }
+
     /// Whether the fit adjusts a per-decode-pass overhead: yes unless --no-fit-decode-overhead
     /// is the last of the two flags given.
     pub fn fits_decode_overhead(&self) -> bool {
@@ -1053,5 +1071,22 @@ mod tests {
             "--no-fit-decode-overhead"
         ]));
         assert!(fits(&["--no-fit-decode-overhead", "--fit-decode-overhead"]));
+    }
+
+    #[test]
+    fn deployment_shapes_get_entries_unless_the_last_flag_says_not() {
+        let shapes = |extra: &[&str]| {
+            let mut argv = vec!["dynosim", "calibrate", "rows.csv", "-o", "c.json"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).expect("parses").command {
+                Command::Calibrate(c) => c.fits_per_parallelism(),
+                other => panic!("not calibrate: {other:?}"),
+            }
+        };
+        assert!(shapes(&[]));
+        assert!(shapes(&["--per-parallelism"]));
+        assert!(!shapes(&["--no-per-parallelism"]));
+        assert!(!shapes(&["--per-parallelism", "--no-per-parallelism"]));
+        assert!(shapes(&["--no-per-parallelism", "--per-parallelism"]));
     }
 }

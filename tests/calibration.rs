@@ -545,8 +545,8 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
 }
 
 #[test]
-fn per_parallelism_entries_win_for_their_shape() {
-    if !common::have_aic("per_parallelism_entries_win_for_their_shape") {
+fn each_deployment_shape_gets_an_entry_that_wins_for_its_pools() {
+    if !common::have_aic("each_deployment_shape_gets_an_entry_that_wins_for_its_pools") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -572,7 +572,8 @@ fn per_parallelism_entries_win_for_their_shape() {
     w.flush().unwrap();
     assert_eq!(n, 30);
     let cal = d.join("cal.json");
-    let (file, stdout, _) = calibrate(d, &rows_csv, &cal, &["--per-parallelism"]);
+    let (file, stdout, _) = calibrate(d, &rows_csv, &cal, &[]);
+    assert_eq!(file.options["per_parallelism"], true);
     let shapes: Vec<Option<&str>> = file
         .families
         .iter()
@@ -615,6 +616,36 @@ fn per_parallelism_entries_win_for_their_shape() {
         assert!((pooled - of_family).abs() < 1e-9, "{pooled} vs {of_family}");
     }
     assert!(stdout.contains("held out on these rows: "), "{stdout}");
+    // Both shapes' entries are kept because each predicts its rows better held out than the
+    // family's entry did, and the family's record holds every row's held-out errors by the
+    // entry that applies to it: here the two shapes' together.
+    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    let shapes: Vec<ErrorSummary> = file.families[1..].iter().map(cv_errors).collect();
+    for (own, wider) in shapes.iter().zip(&wider) {
+        assert!(objective(own) < objective(wider), "{own:?} vs {wider:?}");
+    }
+    let applied = file.families[0]
+        .fit
+        .as_ref()
+        .unwrap()
+        .as_applied
+        .expect("the family records its errors as applied");
+    // Counted in rows; each shape's rows were each held out by two folds.
+    assert_eq!(applied.n, 30);
+    let n: usize = shapes.iter().map(|e| e.n).sum();
+    assert_eq!(n, 60);
+    let pooled = |get: fn(&ErrorSummary) -> f64| {
+        shapes.iter().map(|e| e.n as f64 * get(e)).sum::<f64>() / n as f64
+    };
+    assert!((applied.ttft_mean_abs_pct - pooled(|e| e.ttft_mean_abs_pct)).abs() < 1e-9);
+    assert!((applied.tpot_mean_abs_pct - pooled(|e| e.tpot_mean_abs_pct)).abs() < 1e-9);
+    assert!(
+        stdout.contains(&format!(
+            "  as applied (the entry each of the 30 rows takes): cross-val {:.1}%/{:.1}%",
+            applied.ttft_mean_abs_pct, applied.tpot_mean_abs_pct
+        )),
+        "{stdout}"
+    );
 
     // validate with the file: each shape takes its own entry.
     let stderr = validate_with(d, &rows_csv, &cal);
@@ -622,6 +653,14 @@ fn per_parallelism_entries_win_for_their_shape() {
         let note = format!("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B {shape}: ");
         assert!(stderr.contains(&note), "{note} not in {stderr}");
     }
+
+    // --no-per-parallelism fits the family as one, with the same figures as its entry above.
+    let (one, stdout, _) = calibrate(d, &rows_csv, &d.join("one.json"), &["--no-per-parallelism"]);
+    assert_eq!(one.families.len(), 1, "{one:?}");
+    assert_eq!(one.options["per_parallelism"], false);
+    assert_eq!(cv_errors(&one.families[0]), family_cv);
+    assert!(one.families[0].fit.as_ref().unwrap().as_applied.is_none());
+    assert!(!stdout.contains("as applied"), "{stdout}");
 }
 
 #[test]
@@ -634,8 +673,11 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     // 20 measured B200 vLLM Llama-3.1-70B rows at TP 8: 10 with FP8 weights, 10 with NVFP4.
     let rows =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv");
+    // Every entry kept, even one that predicts its rows no better than the family's.
+    let keep = "--keep-narrow-entries";
     let cal = d.join("cal.json");
-    let (file, stdout, _) = calibrate(d, &rows, &cal, &[]);
+    let (file, stdout, _) = calibrate(d, &rows, &cal, &[keep]);
+    assert_eq!(file.options["keep_narrow_entries"], true);
     let entries: Vec<(Option<&str>, usize)> = file
         .families
         .iter()
@@ -671,7 +713,7 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("  as applied (most specific entries, 20 of 20 rows): cross-val "),
+        stdout.contains("  as applied (the entry each of the 20 rows takes): cross-val "),
         "{stdout}"
     );
 
@@ -681,6 +723,54 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
         let note = format!("calibrated b200_sxm vllm meta-llama/Meta-Llama-3.1-70B {q}: ");
         assert!(stderr.contains(&note), "{note} not in {stderr}");
     }
+
+    // By default an entry is kept only where it predicts its rows better held out than the
+    // family's entry did. The two fits are the same as above; on these rows one of them is no
+    // better (the NVFP4 one, with 2 prompts per unit of concurrency), so its rows take the
+    // family's entry, and stderr says so with both figures.
+    let pruned = d.join("pruned.json");
+    let (chosen, _, stderr) = calibrate(d, &rows, &pruned, &[]);
+    assert_eq!(chosen.options["keep_narrow_entries"], false);
+    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    let mut dropped = Vec::new();
+    for f in &file.families[1..] {
+        let fit = f.fit.as_ref().unwrap();
+        let wider = fit.wider_held_out.unwrap();
+        let q = f.quantisation.as_deref().unwrap();
+        let better = objective(&cv_errors(f)) < objective(&wider);
+        let in_file = chosen.families.iter().find(|g| g.family() == f.family());
+        assert_eq!(in_file, better.then_some(f), "{q}");
+        let note = format!(
+            "calibrate: b200_sxm vllm meta-llama/Meta-Llama-3.1-70B {q}: held out on its rows \
+             {:.1}%/{:.1}% by its own fit, {:.1}%/{:.1}% by the wider entry's, no better; the \
+             wider entry applies",
+            cv_errors(f).ttft_mean_abs_pct,
+            cv_errors(f).tpot_mean_abs_pct,
+            wider.ttft_mean_abs_pct,
+            wider.tpot_mean_abs_pct
+        );
+        assert_eq!(stderr.contains(&note), !better, "{note} / {stderr}");
+        if !better {
+            dropped.push(q);
+        }
+    }
+    assert_eq!(dropped, ["nvfp4"]);
+    assert_eq!(
+        chosen.families[0].corrections(),
+        file.families[0].corrections()
+    );
+    assert_eq!(cv_errors(&chosen.families[0]), cv_errors(&file.families[0]));
+    let applied = chosen.families[0].fit.as_ref().unwrap().as_applied.unwrap();
+    assert_eq!(applied.n, 20);
+    // validate with that file: the NVFP4 rows take the family's entry.
+    let stderr = validate_with(d, &rows, &pruned);
+    for note in [
+        "calibrated b200_sxm vllm meta-llama/Meta-Llama-3.1-70B fp8: ",
+        "calibrated b200_sxm vllm meta-llama/Meta-Llama-3.1-70B: ",
+    ] {
+        assert!(stderr.contains(note), "{note} not in {stderr}");
+    }
+    assert!(!stderr.contains("nvfp4"), "{stderr}");
 
     // --no-per-quantisation fits the family as one.
     let pooled = d.join("pooled.json");
@@ -893,9 +983,11 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let rows = shipped_rows(d, "h100.csv", |l| l.contains("h100_sxm"), 45);
+    // The family's entry alone: its three shapes would each get one of their own.
+    let one = "--no-per-parallelism";
     let (plain, _, _, _) =
-        calibrate_as_shipped(d, &rows, "plain.json", &["--no-fit-decode-overhead"]);
-    let (checked, _, stdout, _) = calibrate_as_shipped(d, &rows, "decode.json", &[]);
+        calibrate_as_shipped(d, &rows, "plain.json", &["--no-fit-decode-overhead", one]);
+    let (checked, _, stdout, _) = calibrate_as_shipped(d, &rows, "decode.json", &[one]);
     let (p, c) = (&plain.families[0], &checked.families[0]);
     let (pf, cf) = (p.fit.as_ref().unwrap(), c.fit.as_ref().unwrap());
     assert!(pf.decode_overhead_check.is_none());
@@ -938,7 +1030,8 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
     let d = dir.path();
     let rows = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/validate/h200_trtllm_dsr1_plain_mtp.csv");
-    let (file, stdout, _) = calibrate(d, &rows, &d.join("cal.json"), &[]);
+    // Every entry kept, even one that predicts its rows no better than the family's.
+    let (file, stdout, _) = calibrate(d, &rows, &d.join("cal.json"), &["--keep-narrow-entries"]);
     let labels: Vec<Option<&str>> = file
         .families
         .iter()
@@ -965,7 +1058,10 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
         "{stdout}"
     );
     assert!(stdout.contains("as applied"), "{stdout}");
-    let (pooled, _, _) = calibrate(d, &rows, &d.join("pooled.json"), &["--no-per-decoding"]);
+    // Fitted as one (here each mode is also a deployment shape, EP 8 or EP 1, which would
+    // otherwise get entries of its own).
+    let one = ["--no-per-decoding", "--no-per-parallelism"];
+    let (pooled, _, _) = calibrate(d, &rows, &d.join("pooled.json"), &one);
     assert_eq!(pooled.families.len(), 1);
     assert_eq!(pooled.options["per_decoding"], false);
 

@@ -8,8 +8,8 @@
 //! shapes. Families with fewer rows than `--loo-below` are cross-validated leave-one-out.
 
 use super::fit::{
-    cross_validate, fit, summarize, unmatched, Fit, Fitted, Memo, Prediction, Scheme, Target,
-    UNMATCHED_PCT,
+    cross_validate, fit, summarize, summarize_by_row, unmatched, Fit, Fitted, Memo, Prediction,
+    Scheme, Target, UNMATCHED_PCT,
 };
 use super::{
     CalibrationFile, Corrections, CrossValidation, ErrorSummary, Family, FamilyCalibration,
@@ -62,6 +62,7 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
     validator.check_catalog(&points)?;
     let baseline = validator.simulate(&points, &KeyCorrections::none());
 
+    let all_targets: Vec<Target> = points.iter().map(target_of).collect();
     let (families, left_out) = group(&points, &baseline);
     for line in &left_out {
         eprintln!("calibrate: {line}");
@@ -89,55 +90,90 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
             continue;
         };
+        let family_index = file.families.len();
         file.families.push(entry);
-        // An entry narrower than the family, fitted on its rows alone when it has enough; its
-        // record holds how the wider entry's cross-validation predicted the same rows.
-        let mut narrow_entry =
-            |narrow: Family, narrow_rows: &[usize], wider: &[HeldOut]| -> Option<Vec<HeldOut>> {
-                if !enough_rows(&narrow, narrow_rows, &baseline) {
-                    return None;
-                }
-                let (entry, held_out) = calibrate_family(
-                    args,
-                    &validator,
-                    &points,
-                    &baseline,
-                    &narrow,
-                    narrow_rows,
-                    wider,
-                )?;
-                file.families.push(entry);
-                Some(held_out)
-            };
+        // An entry narrower than the family, fitted on its rows alone when it has enough, and
+        // kept only where its cross-validation predicts its rows better than the wider entry's
+        // did (its record holds both); its held-out predictions, or `None` where the wider
+        // entry applies to its rows.
+        let mut narrow_entry = |narrow: Family,
+                                narrow_rows: &[usize],
+                                wider: &[HeldOut]|
+         -> Option<Vec<HeldOut>> {
+            if !enough_rows(&narrow, narrow_rows, &baseline) {
+                return None;
+            }
+            let (entry, held_out) = calibrate_family(
+                args,
+                &validator,
+                &points,
+                &baseline,
+                &narrow,
+                narrow_rows,
+                wider,
+            )?;
+            if let Some(why) = no_better_than_wider(&entry).filter(|_| !args.keep_narrow_entries) {
+                eprintln!("calibrate: {narrow}: {why}; the wider entry applies");
+                return None;
+            }
+            file.families.push(entry);
+            Some(held_out)
+        };
         // Each level narrows the entries of the one before where their rows have several
         // labels, one entry per label: the decoding mode (a pool with multi-token prediction
         // runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by other
         // factors than a plain pool's), the weight quantisation (AIC's kernels are off by other
-        // factors for FP8 than for FP4), and with --per-parallelism the deployment shape. One
-        // label: no entry (it would be its parent's).
+        // factors for FP8 than for FP4), and the deployment shape. One label: no entry (it
+        // would be its parent's). Rows whose narrower entry was not kept stay with the wider
+        // entry, which no later level splits.
         let levels = [
             (!args.no_per_decoding, Level::Decoding),
             (!args.no_per_quantisation, Level::Quantisation),
-            (args.per_parallelism, Level::Parallelism),
+            (args.fits_per_parallelism(), Level::Parallelism),
         ];
-        let mut parents: Vec<(Family, Vec<usize>, Vec<HeldOut>)> =
-            vec![(family.clone(), rows.clone(), held_out)];
+        let mut leaves = vec![Leaf {
+            family: family.clone(),
+            rows: rows.clone(),
+            held: held_out,
+            open: true,
+        }];
         for (_, level) in levels.into_iter().filter(|(on, _)| *on) {
             let mut next = Vec::new();
-            for (parent, parent_rows, parent_held) in parents {
-                let parts = by_key(&parent_rows, &baseline, level.label_of());
+            for leaf in leaves {
+                let parts = if leaf.open {
+                    by_key(&leaf.rows, &baseline, level.label_of())
+                } else {
+                    BTreeMap::new()
+                };
                 if parts.len() < 2 {
-                    next.push((parent, parent_rows, parent_held));
+                    next.push(leaf);
                     continue;
                 }
                 for (label, part_rows) in parts {
-                    let narrow = level.narrow(&parent, label);
-                    if let Some(held) = narrow_entry(narrow.clone(), &part_rows, &parent_held) {
-                        next.push((narrow, part_rows, held));
-                    }
+                    let narrow = level.narrow(&leaf.family, label);
+                    next.push(match narrow_entry(narrow.clone(), &part_rows, &leaf.held) {
+                        Some(held) => Leaf {
+                            family: narrow,
+                            rows: part_rows,
+                            held,
+                            open: true,
+                        },
+                        None => Leaf {
+                            family: leaf.family.clone(),
+                            held: held_on(&leaf.held, &part_rows),
+                            rows: part_rows,
+                            open: false,
+                        },
+                    });
                 }
             }
-            parents = next;
+            leaves = next;
+        }
+        if file.families.len() > family_index + 1 {
+            let held: Vec<HeldOut> = leaves.into_iter().flat_map(|leaf| leaf.held).collect();
+            if let Some(fit) = file.families[family_index].fit.as_mut() {
+                fit.as_applied = Some(summarize_by_row(&all_targets, &held));
+            }
         }
     }
     write_file(&args.output, &file.to_json())?;
@@ -151,6 +187,54 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The rows of one entry (or of a wider entry, for rows whose narrower entry was not kept) once
+/// a family has been narrowed, with their held-out predictions by that entry.
+struct Leaf {
+    family: Family,
+    rows: Vec<usize>,
+    held: Vec<HeldOut>,
+    /// Whether a later level may narrow it (not where a narrower entry was not kept).
+    open: bool,
+}
+
+/// The held-out predictions of `rows` among `held`.
+fn held_on(held: &[HeldOut], rows: &[usize]) -> Vec<HeldOut> {
+    held.iter()
+        .filter(|(i, _)| rows.contains(i))
+        .cloned()
+        .collect()
+}
+
+/// Why a narrower entry is not kept: its cross-validation predicts its rows no better, by the
+/// fit's objective, than the wider entry's held-out predictions of them. `None` when it does
+/// (or there is nothing to compare).
+fn no_better_than_wider(entry: &FamilyCalibration) -> Option<String> {
+    let fit = entry.fit.as_ref()?;
+    let wider = fit.wider_held_out.as_ref()?;
+    let own = match &fit.cross_validated {
+        Some(cv) => &cv.errors,
+        None => return Some("too few rows to cross-validate".to_string()),
+    };
+    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
+    let pair =
+        |e: &ErrorSummary| format!("{:.1}%/{:.1}%", e.ttft_mean_abs_pct, e.tpot_mean_abs_pct);
+    (objective(own) >= objective(wider)).then(|| {
+        format!(
+            "held out on its rows {} by its own fit, {} by the wider entry's, no better",
+            pair(own),
+            pair(wider)
+        )
+    })
+}
+
+/// The measured TTFT and TPOT of a point (NaN where missing).
+fn target_of(p: &MeasuredPoint) -> Target {
+    Target {
+        ttft_ms: p.measured_ttft_ms.unwrap_or(f64::NAN),
+        tpot_ms: p.measured_tpot_ms.unwrap_or(f64::NAN),
+    }
 }
 
 /// A way `calibrate` narrows a family's entries by a label of its rows' recipes.
@@ -273,13 +357,7 @@ fn calibrate_family(
     wider: &[HeldOut],
 ) -> Option<(FamilyCalibration, Vec<HeldOut>)> {
     // Local row i is points[rows[i]].
-    let targets: Vec<Target> = rows
-        .iter()
-        .map(|&i| Target {
-            ttft_ms: points[i].measured_ttft_ms.unwrap_or(f64::NAN),
-            tpot_ms: points[i].measured_tpot_ms.unwrap_or(f64::NAN),
-        })
-        .collect();
+    let targets: Vec<Target> = rows.iter().map(|&i| target_of(&points[i])).collect();
     let prediction = |r: &PointResult| -> Prediction {
         match (&r.status, &r.predicted) {
             (Status::Ok, Some(p)) => Ok((p.ttft_ms, p.tpot_ms)),
@@ -404,6 +482,7 @@ fn calibrate_family(
         kv_pool_check,
         decode_overhead_check,
         wider_held_out,
+        as_applied: None,
     };
     Some((
         FamilyCalibration::new(family.clone(), fitted.corrections, Some(record)),
@@ -519,7 +598,8 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "exclude": args.exclude,
         "per_decoding": !args.no_per_decoding,
         "per_quantisation": !args.no_per_quantisation,
-        "per_parallelism": args.per_parallelism,
+        "per_parallelism": args.fits_per_parallelism(),
+        "keep_narrow_entries": args.keep_narrow_entries,
         "fit": fit_name(args),
         "prompts_per_concurrency": args.options.prompts_per_concurrency,
         "random_range_ratio": args.options.random_range_ratio,
@@ -650,65 +730,22 @@ pub fn render(file: &CalibrationFile) -> String {
             .find(|g| g.family().generic() == f.family().generic())
             .is_some_and(|g| std::ptr::eq(g, f));
         if last_of_family {
-            if let Some(line) = as_applied(file, &f.family().generic()) {
-                out.push_str(&line);
+            let generic = f.family().generic();
+            let applied = file
+                .families
+                .iter()
+                .filter(|g| g.family() == generic)
+                .find_map(|g| g.fit.as_ref())
+                .and_then(|r| r.as_applied.as_ref().map(|e| (r.rows.len(), e)));
+            if let Some((rows, e)) = applied {
+                out.push_str(&format!(
+                    "  as applied (the entry each of the {rows} rows takes): cross-val {}\n",
+                    pair(e)
+                ));
             }
         }
     }
     out
-}
-
-/// For a family with narrower entries, the cross-validated errors of its most specific
-/// entries together (each weighted by its held-out predictions), as the file applies them: the
-/// error to expect on the family's pools. `None` without narrower entries.
-fn as_applied(file: &CalibrationFile, family: &Family) -> Option<String> {
-    let entries: Vec<Family> = file
-        .families
-        .iter()
-        .map(FamilyCalibration::family)
-        .filter(|g| g.generic() == *family)
-        .collect();
-    if entries.len() < 2 {
-        return None;
-    }
-    // An entry is most specific when no other entry of the family narrows it.
-    let narrows = |g: &Family, wide: &Family| {
-        g != wide
-            && (wide.decoding.is_none() || wide.decoding == g.decoding)
-            && (wide.quantisation.is_none() || wide.quantisation == g.quantisation)
-            && (wide.parallelism.is_none() || wide.parallelism == g.parallelism)
-    };
-    let (mut n, mut ttft, mut tpot, mut rows) = (0usize, 0.0, 0.0, 0usize);
-    let mut total = 0usize;
-    for f in &file.families {
-        let g = f.family();
-        if g.generic() != *family {
-            continue;
-        }
-        if g == *family {
-            total = f.fit.as_ref().map_or(0, |r| r.rows.len());
-        }
-        if entries.iter().any(|h| narrows(h, &g)) {
-            continue;
-        }
-        let Some(fit) = &f.fit else { continue };
-        let Some(cv) = &fit.cross_validated else {
-            continue;
-        };
-        let e = &cv.errors;
-        n += e.n;
-        ttft += e.n as f64 * e.ttft_mean_abs_pct;
-        tpot += e.n as f64 * e.tpot_mean_abs_pct;
-        rows += fit.rows.len();
-    }
-    (n > 0).then(|| {
-        format!(
-            "  as applied (most specific entries, {rows} of {total} rows): cross-val \
-             {:.1}%/{:.1}%\n",
-            ttft / n as f64,
-            tpot / n as f64
-        )
-    })
 }
 
 fn short_scheme(scheme: &str, folds: usize) -> String {

@@ -740,21 +740,57 @@ pub fn fit(memo: &mut Memo, targets: &[Target], rows: &[usize], what: Fit) -> Op
 /// Error figures of the rows that simulated (errors in percent of the measured value).
 pub fn summarize(targets: &[Target], rows: &[usize], preds: &[Prediction]) -> ErrorSummary {
     let (t, u) = ratios(targets, rows, preds);
-    let pct = |xs: &[f64]| -> Vec<f64> { xs.iter().map(|x| (x - 1.0) * 100.0).collect() };
-    let (t, u) = (pct(&t), pct(&u));
-    let mean_abs = |xs: &[f64]| {
-        if xs.is_empty() {
-            0.0
-        } else {
-            xs.iter().map(|x| x.abs()).sum::<f64>() / xs.len() as f64
-        }
-    };
+    let (t, u) = (errors_pct(&t), errors_pct(&u));
     ErrorSummary {
         n: t.len(),
-        ttft_mean_abs_pct: mean_abs(&t),
+        ttft_mean_abs_pct: mean_of(&t, f64::abs),
         ttft_signed_median_pct: median(&t),
-        tpot_mean_abs_pct: mean_abs(&u),
+        tpot_mean_abs_pct: mean_of(&u, f64::abs),
         tpot_signed_median_pct: median(&u),
+    }
+}
+
+/// Like [`summarize`], for held-out predictions `(row, prediction)` that may hold a row several
+/// times (once per fold that did not see it) and rows predicted by entries cross-validated
+/// differently: each row's errors are averaged over its predictions first, so that every row
+/// weighs the same; `n` counts rows.
+pub fn summarize_by_row(targets: &[Target], held: &[(usize, Prediction)]) -> ErrorSummary {
+    let mut by_row: std::collections::BTreeMap<usize, Vec<Prediction>> = Default::default();
+    for (row, p) in held {
+        by_row.entry(*row).or_default().push(p.clone());
+    }
+    let (mut abs_t, mut abs_u, mut signed_t, mut signed_u) = (vec![], vec![], vec![], vec![]);
+    for (row, preds) in &by_row {
+        let (t, u) = ratios(targets, &vec![*row; preds.len()], preds);
+        if t.is_empty() {
+            continue;
+        }
+        let (t, u) = (errors_pct(&t), errors_pct(&u));
+        abs_t.push(mean_of(&t, f64::abs));
+        abs_u.push(mean_of(&u, f64::abs));
+        signed_t.push(mean_of(&t, |x| x));
+        signed_u.push(mean_of(&u, |x| x));
+    }
+    ErrorSummary {
+        n: abs_t.len(),
+        ttft_mean_abs_pct: mean_of(&abs_t, |x| x),
+        ttft_signed_median_pct: median(&signed_t),
+        tpot_mean_abs_pct: mean_of(&abs_u, |x| x),
+        tpot_signed_median_pct: median(&signed_u),
+    }
+}
+
+/// Ratios predicted / measured as errors in percent.
+fn errors_pct(ratios: &[f64]) -> Vec<f64> {
+    ratios.iter().map(|x| (x - 1.0) * 100.0).collect()
+}
+
+/// The mean of `f` over `xs`; 0 when there are none.
+fn mean_of(xs: &[f64], f: fn(f64) -> f64) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().map(|&x| f(x)).sum::<f64>() / xs.len() as f64
     }
 }
 

@@ -310,6 +310,12 @@ pub struct FitRecord {
     /// against `cross_validated`: whether fitting these rows alone predicts them better.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wider_held_out: Option<ErrorSummary>,
+    /// For a family with narrower entries (on its widest entry): the held-out errors of all
+    /// its rows, each predicted by the entry that applies to it (the most specific one kept),
+    /// by that entry's cross-validation: the error to expect on the family's pools. Each row
+    /// weighs the same (its errors averaged over the folds that held it out); `n` counts rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_applied: Option<ErrorSummary>,
 }
 
 /// An optional correction (a KV pool factor, a decode pass overhead) against the fit without

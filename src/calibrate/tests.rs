@@ -68,6 +68,10 @@ fn sample() -> CalibrationFile {
                 ttft_mean_abs_pct: 21.5,
                 ..summary
             }),
+            as_applied: Some(ErrorSummary {
+                tpot_mean_abs_pct: 4.5,
+                ..summary
+            }),
         }),
     ));
     f
@@ -81,6 +85,7 @@ fn the_file_round_trips() {
     let back = CalibrationFile::parse(&text).unwrap();
     assert_eq!(back, f);
     assert!(text.contains("\"wider_held_out\""), "{text}");
+    assert!(text.contains("\"as_applied\""), "{text}");
     // A hand-written entry needs no provenance.
     let hand = r#"{"format": "dynosim-calibration", "version": 1, "families": [
         {"system": "s", "backend": "vllm", "model": "m", "prefill_scale": 2, "decode_scale": 0.5}]}"#;

@@ -587,3 +587,31 @@ fn extrapolation_follows_the_probe_and_keeps_failures() {
     // At 0 ms, the base itself.
     assert_eq!(extrapolate(&base, &probe, 0.0)[0], Ok((100.0, 10.0)));
 }
+
+#[test]
+fn errors_by_row_weigh_every_row_the_same() {
+    let t = |ttft_ms, tpot_ms| Target { ttft_ms, tpot_ms };
+    let targets = [t(100.0, 10.0), t(100.0, 10.0), t(100.0, 10.0)];
+    // Row 0 held out twice (+10 % and +30 % TTFT), row 1 once (−40 %), row 2 only by a
+    // prediction that failed.
+    let held: Vec<(usize, Prediction)> = vec![
+        (0, Ok((110.0, 10.0))),
+        (1, Ok((60.0, 12.0))),
+        (0, Ok((130.0, 10.0))),
+        (2, Err("failed".to_string())),
+    ];
+    let s = summarize_by_row(&targets, &held);
+    assert_eq!(s.n, 2);
+    // Row 0 averages 20 %, row 1 is 40 %: 30 %, where the three predictions would give 26.7.
+    assert!(close(s.ttft_mean_abs_pct, 30.0, 1e-9), "{s:?}");
+    assert!(close(s.tpot_mean_abs_pct, 10.0, 1e-9), "{s:?}");
+    // The median of the rows' mean signed errors, +20 % and −40 %.
+    assert!(close(s.ttft_signed_median_pct, -10.0, 1e-9), "{s:?}");
+    let by_prediction = summarize(
+        &targets,
+        &[0, 1, 0],
+        &[Ok((110.0, 10.0)), Ok((60.0, 12.0)), Ok((130.0, 10.0))],
+    );
+    assert_eq!(by_prediction.n, 3);
+    assert!(close(by_prediction.ttft_mean_abs_pct, 80.0 / 3.0, 1e-9));
+}
