@@ -139,7 +139,7 @@ pub struct CalibrateArgs {
     /// Fit a family whose rows have several weight quantisations (e.g. FP8 and NVFP4) as one:
     /// no entries per quantisation. By default each quantisation with at least 6 rows also
     /// gets an entry, fitted on its rows alone, that wins over the family's for its pools (and
-    /// --per-parallelism's shapes are fitted within it).
+    /// the entries per deployment shape are fitted within it).
     #[arg(long)]
     pub no_per_quantisation: bool,
     /// Fit a family whose rows decode in several modes (plain, and multi-token prediction with
