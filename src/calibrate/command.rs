@@ -61,6 +61,12 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
     let validator = Validator::new(opts.clone())?;
     validator.check_catalog(&points)?;
     let baseline = validator.simulate(&points, &KeyCorrections::none());
+    let ctx = Context {
+        args,
+        validator: &validator,
+        points: &points,
+        baseline: &baseline,
+    };
 
     let all_targets: Vec<Target> = points.iter().map(target_of).collect();
     let (families, left_out) = group(&points, &baseline);
@@ -84,91 +90,15 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        let Some((entry, held_out)) =
-            calibrate_family(args, &validator, &points, &baseline, family, rows, &[])
-        else {
+        let Some((entry, held_out)) = calibrate_family(&ctx, family, rows, &[]) else {
             eprintln!("calibrate: {family}: no row could be simulated; not calibrated");
             continue;
         };
         let family_index = file.families.len();
         file.families.push(entry);
-        // An entry narrower than the family, fitted on its rows alone when it has enough, and
-        // kept only where its cross-validation predicts its rows better than the wider entry's
-        // did (its record holds both); its held-out predictions, or `None` where the wider
-        // entry applies to its rows.
-        let mut narrow_entry = |narrow: Family,
-                                narrow_rows: &[usize],
-                                wider: &[HeldOut]|
-         -> Option<Vec<HeldOut>> {
-            if !enough_rows(&narrow, narrow_rows, &baseline) {
-                return None;
-            }
-            let (entry, held_out) = calibrate_family(
-                args,
-                &validator,
-                &points,
-                &baseline,
-                &narrow,
-                narrow_rows,
-                wider,
-            )?;
-            if let Some(why) = no_better_than_wider(&entry).filter(|_| !args.keep_narrow_entries) {
-                eprintln!("calibrate: {narrow}: {why}; the wider entry applies");
-                return None;
-            }
-            file.families.push(entry);
-            Some(held_out)
-        };
-        // Each level narrows the entries of the one before where their rows have several
-        // labels, one entry per label: the decoding mode (a pool with multi-token prediction
-        // runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by other
-        // factors than a plain pool's), the weight quantisation (AIC's kernels are off by other
-        // factors for FP8 than for FP4), and the deployment shape. One label: no entry (it
-        // would be its parent's). Rows whose narrower entry was not kept stay with the wider
-        // entry, which no later level splits.
-        let levels = [
-            (!args.no_per_decoding, Level::Decoding),
-            (!args.no_per_quantisation, Level::Quantisation),
-            (args.fits_per_parallelism(), Level::Parallelism),
-        ];
-        let mut leaves = vec![Leaf {
-            family: family.clone(),
-            rows: rows.clone(),
-            held: held_out,
-            open: true,
-        }];
-        for (_, level) in levels.into_iter().filter(|(on, _)| *on) {
-            let mut next = Vec::new();
-            for leaf in leaves {
-                let parts = if leaf.open {
-                    by_key(&leaf.rows, &baseline, level.label_of())
-                } else {
-                    BTreeMap::new()
-                };
-                if parts.len() < 2 {
-                    next.push(leaf);
-                    continue;
-                }
-                for (label, part_rows) in parts {
-                    let narrow = level.narrow(&leaf.family, label);
-                    next.push(match narrow_entry(narrow.clone(), &part_rows, &leaf.held) {
-                        Some(held) => Leaf {
-                            family: narrow,
-                            rows: part_rows,
-                            held,
-                            open: true,
-                        },
-                        None => Leaf {
-                            family: leaf.family.clone(),
-                            held: held_on(&leaf.held, &part_rows),
-                            rows: part_rows,
-                            open: false,
-                        },
-                    });
-                }
-            }
-            leaves = next;
-        }
+        let leaves = narrow(&ctx, family, rows, held_out, &mut file.families);
+        // With narrower entries kept, the family's record holds every row's held-out errors
+        // by the entry that applies to it.
         if file.families.len() > family_index + 1 {
             let held: Vec<HeldOut> = leaves.into_iter().flat_map(|leaf| leaf.held).collect();
             if let Some(fit) = file.families[family_index].fit.as_mut() {
@@ -187,6 +117,93 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// What every fit of one `calibrate` run shares: its flags, the simulator, the measured points
+/// and their simulation without corrections.
+struct Context<'a> {
+    args: &'a CalibrateArgs,
+    validator: &'a Validator,
+    points: &'a [MeasuredPoint],
+    baseline: &'a [PointResult],
+}
+
+/// Fits the entries narrower than `family` (whose rows are `rows`, held out by its own fit as
+/// `held_out`) into `entries`, level by level: the decoding mode (a pool with multi-token
+/// prediction runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by
+/// other factors than a plain pool's), the weight quantisation (AIC's kernels are off by other
+/// factors for FP8 than for FP4), and the deployment shape. Each level splits an entry of the
+/// one before where its rows have several labels, one entry per label with enough rows (one
+/// label: no entry, it would be its parent's). An entry is kept only where its
+/// cross-validation predicts its rows better than the wider entry's did, unless
+/// `--keep-narrow-entries`; rows whose narrower entry was not kept stay with the wider entry,
+/// which no later level splits. The rows of each entry that applies in the end, with their
+/// held-out predictions by it.
+fn narrow(
+    ctx: &Context,
+    family: &Family,
+    rows: &[usize],
+    held_out: Vec<HeldOut>,
+    entries: &mut Vec<FamilyCalibration>,
+) -> Vec<Leaf> {
+    let args = ctx.args;
+    let levels = [
+        (!args.no_per_decoding, Level::Decoding),
+        (!args.no_per_quantisation, Level::Quantisation),
+        (args.fits_per_parallelism(), Level::Parallelism),
+    ];
+    let mut leaves = vec![Leaf {
+        family: family.clone(),
+        rows: rows.to_vec(),
+        held: held_out,
+        open: true,
+    }];
+    for (_, level) in levels.into_iter().filter(|(on, _)| *on) {
+        let mut next = Vec::new();
+        for leaf in leaves {
+            let parts = if leaf.open {
+                by_key(&leaf.rows, ctx.baseline, level.label_of())
+            } else {
+                BTreeMap::new()
+            };
+            if parts.len() < 2 {
+                next.push(leaf);
+                continue;
+            }
+            for (label, part_rows) in parts {
+                let narrow = level.narrow(&leaf.family, label);
+                let kept = enough_rows(&narrow, &part_rows, ctx.baseline)
+                    .then(|| calibrate_family(ctx, &narrow, &part_rows, &leaf.held))
+                    .flatten()
+                    .filter(|(entry, _)| match no_better_than_wider(entry) {
+                        Some(why) if !args.keep_narrow_entries => {
+                            eprintln!("calibrate: {narrow}: {why}; the wider entry applies");
+                            false
+                        }
+                        _ => true,
+                    });
+                next.push(match kept {
+                    Some((entry, held)) => {
+                        entries.push(entry);
+                        Leaf {
+                            family: narrow,
+                            rows: part_rows,
+                            held,
+                            open: true,
+                        }
+                    }
+                    None => Leaf {
+                        family: leaf.family.clone(),
+                        held: held_on(&leaf.held, &part_rows),
+                        rows: part_rows,
+                        open: false,
+                    },
+                });
+            }
+        }
+        leaves = next;
+    }
+    leaves
 }
 
 /// The rows of one entry (or of a wider entry, for rows whose narrower entry was not kept) once
@@ -348,14 +365,17 @@ type HeldOut = (usize, Prediction);
 /// entry's held-out predictions are `wider`); the entry and its own held-out predictions, or
 /// `None` when none of its rows simulates.
 fn calibrate_family(
-    args: &CalibrateArgs,
-    validator: &Validator,
-    points: &[MeasuredPoint],
-    baseline: &[PointResult],
+    ctx: &Context,
     family: &Family,
     rows: &[usize],
     wider: &[HeldOut],
 ) -> Option<(FamilyCalibration, Vec<HeldOut>)> {
+    let Context {
+        args,
+        validator,
+        points,
+        baseline,
+    } = *ctx;
     // Local row i is points[rows[i]].
     let targets: Vec<Target> = rows.iter().map(|&i| target_of(&points[i])).collect();
     let prediction = |r: &PointResult| -> Prediction {
