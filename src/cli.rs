@@ -1053,16 +1053,19 @@ mod tests {
         assert!(Cli::try_parse_from(["dynosim", "merge", "a"]).is_err());
     }
 
+    /// `dynosim calibrate rows.csv -o c.json` with `extra` flags, parsed.
+    fn calibrate_args(extra: &[&str]) -> CalibrateArgs {
+        let mut argv = vec!["dynosim", "calibrate", "rows.csv", "-o", "c.json"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Calibrate(c) => *c,
+            other => panic!("not calibrate: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_decode_pass_overhead_is_fitted_unless_the_last_flag_says_not() {
-        let fits = |extra: &[&str]| {
-            let mut argv = vec!["dynosim", "calibrate", "rows.csv", "-o", "c.json"];
-            argv.extend_from_slice(extra);
-            match Cli::try_parse_from(argv).expect("parses").command {
-                Command::Calibrate(c) => c.fits_decode_overhead(),
-                other => panic!("not calibrate: {other:?}"),
-            }
-        };
+        let fits = |extra: &[&str]| calibrate_args(extra).fits_decode_overhead();
         assert!(fits(&[]));
         assert!(fits(&["--fit-decode-overhead"]));
         assert!(!fits(&["--no-fit-decode-overhead"]));
@@ -1075,14 +1078,7 @@ mod tests {
 
     #[test]
     fn deployment_shapes_get_entries_unless_the_last_flag_says_not() {
-        let shapes = |extra: &[&str]| {
-            let mut argv = vec!["dynosim", "calibrate", "rows.csv", "-o", "c.json"];
-            argv.extend_from_slice(extra);
-            match Cli::try_parse_from(argv).expect("parses").command {
-                Command::Calibrate(c) => c.fits_per_parallelism(),
-                other => panic!("not calibrate: {other:?}"),
-            }
-        };
+        let shapes = |extra: &[&str]| calibrate_args(extra).fits_per_parallelism();
         assert!(shapes(&[]));
         assert!(shapes(&["--per-parallelism"]));
         assert!(!shapes(&["--no-per-parallelism"]));

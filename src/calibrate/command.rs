@@ -12,8 +12,8 @@ use super::fit::{
     Scheme, Target, UNMATCHED_PCT,
 };
 use super::{
-    CalibrationFile, Corrections, CrossValidation, ErrorSummary, Family, FamilyCalibration,
-    FitRecord, OptionCheck,
+    CalibrationFile, Corrections, CrossValidation, Family, FamilyCalibration, FitRecord,
+    OptionCheck,
 };
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
@@ -234,14 +234,11 @@ fn no_better_than_wider(entry: &FamilyCalibration) -> Option<String> {
         Some(cv) => &cv.errors,
         None => return Some("too few rows to cross-validate".to_string()),
     };
-    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
-    let pair =
-        |e: &ErrorSummary| format!("{:.1}%/{:.1}%", e.ttft_mean_abs_pct, e.tpot_mean_abs_pct);
-    (objective(own) >= objective(wider)).then(|| {
+    (own.objective() >= wider.objective()).then(|| {
         format!(
             "held out on its rows {} by its own fit, {} by the wider entry's, no better",
-            pair(own),
-            pair(wider)
+            own.pair(),
+            wider.pair()
         )
     })
 }
@@ -586,9 +583,8 @@ fn check_option(
         .errors;
     let plain = option.left_out_of(outcome.what);
     let cv0 = cross_validate(memo, held.targets, held.order, held.scheme, plain)?;
-    let objective = |e: &ErrorSummary| e.ttft_mean_abs_pct + e.tpot_mean_abs_pct;
     let without = cv0.errors;
-    let mut kept = objective(&with) < objective(&without);
+    let mut kept = with.objective() < without.objective();
     if !kept {
         match fit(memo, held.targets, held.all, plain) {
             Some(fitted0) => {
@@ -686,11 +682,8 @@ pub fn render(file: &CalibrationFile) -> String {
     for f in &file.families {
         let name = f.family().to_string();
         let Some(fit) = &f.fit else { continue };
-        let pair = |s: &super::ErrorSummary| {
-            format!("{:.1}%/{:.1}%", s.ttft_mean_abs_pct, s.tpot_mean_abs_pct)
-        };
         let cv = match &fit.cross_validated {
-            Some(c) => format!("{} ({})", pair(&c.errors), short_scheme(&c.scheme, c.folds)),
+            Some(c) => format!("{} ({})", c.errors.pair(), short_scheme(&c.scheme, c.folds)),
             None => "n/a (too few rows)".to_string(),
         };
         out.push_str(&format!(
@@ -703,8 +696,8 @@ pub fn render(file: &CalibrationFile) -> String {
             format!("{:.1}ms", f.prefill_pass_overhead_ms),
             format!("{:+.1}ms", f.decode_pass_overhead_ms),
             f.kv_pool_scale,
-            pair(&fit.uncalibrated),
-            pair(&fit.fitted),
+            fit.uncalibrated.pair(),
+            fit.fitted.pair(),
             cv
         ));
         if !fit.unmatched_rows.is_empty() {
@@ -731,16 +724,16 @@ pub fn render(file: &CalibrationFile) -> String {
                 out.push_str(&format!(
                     "  {what} {}: cross-validated {} with it, {} without\n",
                     if k.kept { "kept" } else { "dropped" },
-                    pair(&k.with),
-                    pair(&k.without)
+                    k.with.pair(),
+                    k.without.pair()
                 ));
             }
         }
         if let (Some(wider), Some(cv)) = (&fit.wider_held_out, &fit.cross_validated) {
             out.push_str(&format!(
                 "  held out on these rows: {} by this entry, {} by the wider one\n",
-                pair(&cv.errors),
-                pair(wider)
+                cv.errors.pair(),
+                wider.pair()
             ));
         }
         let last_of_family = file
@@ -760,7 +753,7 @@ pub fn render(file: &CalibrationFile) -> String {
             if let Some((rows, e)) = applied {
                 out.push_str(&format!(
                     "  as applied (the entry each of the {rows} rows takes): cross-val {}\n",
-                    pair(e)
+                    e.pair()
                 ));
             }
         }

@@ -262,12 +262,29 @@ impl Corrections {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorSummary {
-    /// Predictions compared (a row counts once per time it was predicted).
+    /// Predictions compared (a row counts once per time it was predicted; in a record's
+    /// `as_applied`, rows).
     pub n: usize,
     pub ttft_mean_abs_pct: f64,
     pub ttft_signed_median_pct: f64,
     pub tpot_mean_abs_pct: f64,
     pub tpot_signed_median_pct: f64,
+}
+
+impl ErrorSummary {
+    /// What `calibrate`'s fits minimise and its checks compare: mean |TTFT error| + mean |TPOT
+    /// error|.
+    pub fn objective(&self) -> f64 {
+        self.ttft_mean_abs_pct + self.tpot_mean_abs_pct
+    }
+
+    /// The two mean absolute errors as the console prints them, `TTFT%/TPOT%`.
+    pub fn pair(&self) -> String {
+        format!(
+            "{:.1}%/{:.1}%",
+            self.ttft_mean_abs_pct, self.tpot_mean_abs_pct
+        )
+    }
 }
 
 /// How a family's corrections were fitted, and the errors to expect.
