@@ -246,6 +246,11 @@ pub struct MeasuredOptions {
     /// aic = AIConfigurator's rule and weights for every backend, as DynoSim).
     #[arg(long, default_value = "server", value_name = "MODEL")]
     pub memory_model: String,
+    /// Table rows: how AIC's decode step times are read (monotone = a step takes the least of
+    /// AIC's times for its batch and for up to 4 times as many sequences, as a step never gets
+    /// faster with more sequences: `aic_decode_monotone`; aic = as AIC gives them, as DynoSim).
+    #[arg(long, default_value = "monotone", value_name = "MODEL")]
+    pub decode_timing: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
     /// below TP 8, attention-DP balancing for DeepSeek-R1 and (B200) gpt-oss-120b with

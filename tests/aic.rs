@@ -225,6 +225,15 @@ fn vllm_0_19_mtp_matches_dynosim_with_aic_0_11_data() {
     assert_eq!(ours["min_itl_ms"].as_f64(), Some(0.0));
 }
 
+/// A compile cache of the test's own for engines loaded in this process (DYNOSIM_CACHE_DIR),
+/// with the installed package's perf data; kept while the guard lives.
+fn own_cache() -> tempfile::TempDir {
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
+    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    cache
+}
+
 fn loaded(json: &str) -> dynosim::config::EngineArgs {
     let v: Value = serde_json::from_str(json).unwrap();
     dynosim::config::engine_args::parse_engine_args(&v, "--extra-engine-args")
@@ -239,9 +248,7 @@ fn kv_pool_is_estimated_per_tp_like_dynosim() {
     }
     // Breadth spec §5: Qwen3-8B on h200_sxm, vLLM, block 64, 8192 batched tokens, 0.9 of memory:
     // 12 226 blocks at TP 1, 26 176 at TP 2 (the same with the 0.24.0 data).
-    let cache = tempfile::tempdir().unwrap();
-    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
-    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    let _cache = own_cache();
     for (tp, want) in [(1, 12_226), (2, 26_176)] {
         let a = loaded(&format!(
             r#"{{{QWEN},"aic_backend_version":"0.24.0","aic_tp_size":{tp}}}"#
@@ -487,9 +494,7 @@ fn strides_give_the_step_by_step_results_with_aic_timing() {
     }
     use clap::Parser;
     use dynosim::sim::{simulate_with, SimOptions};
-    let cache = tempfile::tempdir().unwrap();
-    std::env::set_var("DYNOSIM_CACHE_DIR", cache.path());
-    std::env::remove_var("AICONFIGURATOR_SYSTEMS_PATH");
+    let _cache = own_cache();
     let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":2000}}"#);
     let cli = dynosim::cli::Cli::try_parse_from([
         "dynosim",
@@ -943,4 +948,67 @@ fn one_cache_serves_both_estimators() {
             "{err}"
         );
     }
+}
+
+/// `aic_decode_monotone` reads AIC's decode times as a step that never gets faster with more
+/// sequences: each batch takes the least of AIC's times for it and for up to 4 times as many
+/// sequences. AIC's B200 vLLM data for Llama-3.1-70B FP8 at TP 8 has such dips (a batch of 1
+/// timed slower than a batch of 2, 20 slower than 32), which the reading removes; the raw
+/// reading stays DynoSim's. A calibration fitted on the monotone reading gives it to the pools
+/// it calibrates.
+#[test]
+fn monotone_decode_takes_the_least_time_of_larger_batches() {
+    use dynosim::timing::LatencyModel;
+    if !have_aic("monotone_decode_takes_the_least_time_of_larger_batches") {
+        return;
+    }
+    let _cache = own_cache();
+    let engine = |extra: &str| {
+        loaded(&format!(
+            r#"{{"engine_type":"vllm","aic_backend":"vllm","aic_backend_version":"0.24.0","aic_system":"b200_sxm","aic_model_path":"meta-llama/Meta-Llama-3.1-70B","aic_gemm_dtype":"fp8","aic_kv_cache_dtype":"fp8","aic_tp_size":8,"num_gpu_blocks":1000{extra}}}"#
+        ))
+    };
+    let (raw, monotone) = (engine(""), engine(r#","aic_decode_monotone":true"#));
+    let context = 1024;
+    let raw_at = |b: u64| raw.timing.decode_ms(b, 0, context, 0);
+    let least_at = |b: u64| monotone.timing.decode_ms(b, 0, context, 0);
+    let mut dips = 0;
+    for b in 1..=64u64 {
+        let least = (b..=4 * b).map(raw_at).fold(f64::INFINITY, f64::min);
+        assert_eq!(least_at(b), least, "batch {b}");
+        if least < raw_at(b) {
+            dips += 1;
+        }
+    }
+    assert!(raw_at(1) > raw_at(2), "{} vs {}", raw_at(1), raw_at(2));
+    assert!(
+        dips >= 5,
+        "only {dips} batch sizes have a faster larger batch"
+    );
+    // The reading is part of the timing's identity (sweep records, hashes); the raw one
+    // serialises as before.
+    let source = |e: &dynosim::config::EngineArgs| serde_json::to_value(e.timing.source()).unwrap();
+    assert_eq!(source(&monotone)["monotone_decode"], true);
+    assert!(source(&raw).get("monotone_decode").is_none());
+    assert_eq!(source(&raw)["system"], "b200_sxm");
+
+    // A calibration entry fitted on the monotone reading turns it on; one without leaves the
+    // pool's own reading.
+    let file = |monotone: bool| {
+        dynosim::calibrate::CalibrationFile::parse(&format!(
+            r#"{{"format":"dynosim-calibration","version":1,"families":[{{"system":"b200_sxm","backend":"vllm","model":"meta-llama/Meta-Llama-3.1-70B","prefill_scale":1.0,"decode_scale":1.0{}}}]}}"#,
+            if monotone { r#","monotone_decode":true"# } else { "" }
+        ))
+        .unwrap()
+    };
+    let mut calibrated = engine("");
+    file(true).apply(&mut calibrated);
+    assert_eq!(calibrated.timing.decode_ms(1, 0, context, 0), least_at(1));
+    assert_eq!(source(&calibrated)["monotone_decode"], true);
+    let mut kept = engine("");
+    file(false).apply(&mut kept);
+    assert_eq!(kept.timing.decode_ms(1, 0, context, 0), raw_at(1));
+    let mut kept = engine(r#","aic_decode_monotone":true"#);
+    file(false).apply(&mut kept);
+    assert_eq!(kept.timing.decode_ms(1, 0, context, 0), least_at(1));
 }

@@ -367,6 +367,14 @@ fn bad_inputs_exit_2_and_write_nothing() {
         (
             vec![
                 data(AIPERF).display().to_string(),
+                "--decode-timing".into(),
+                "smooth".into(),
+            ],
+            "--decode-timing must be monotone or aic",
+        ),
+        (
+            vec![
+                data(AIPERF).display().to_string(),
                 "--dp-rank-routing".into(),
                 "worker".into(),
             ],

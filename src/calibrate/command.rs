@@ -501,10 +501,9 @@ fn calibrate_family(
         wider_held_out,
         as_applied: None,
     };
-    Some((
-        FamilyCalibration::new(family.clone(), fitted.corrections, Some(record)),
-        held_out,
-    ))
+    let mut entry = FamilyCalibration::new(family.clone(), fitted.corrections, Some(record));
+    entry.monotone_decode = ctx.validator.options().monotone_decode;
+    Some((entry, held_out))
 }
 
 /// A correction `calibrate` fits only when asked, and keeps only where it cross-validates
@@ -621,6 +620,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "random_range_ratio": args.options.random_range_ratio,
         "kv_cache_dtype": args.options.kv_cache_dtype,
         "memory_model": args.options.memory_model,
+        "decode_timing": args.options.decode_timing,
         "launch_settings": args.options.launch_settings,
         "dp_rank_routing": args.options.dp_rank_routing,
         // Corrections are fitted on the engine's passes alone (validate's --dispatch-overhead

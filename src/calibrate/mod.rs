@@ -408,6 +408,11 @@ pub struct FamilyCalibration {
     /// Multiplies the KV pool's block count (absent when not fitted: 1).
     #[serde(default = "one", skip_serializing_if = "crate::config::is_unit")]
     pub kv_pool_scale: f64,
+    /// Fitted on AIC decode times read as monotone in the batch (`aic_decode_monotone`, which
+    /// a calibrated pool then gets too); absent: fitted on AIC's times as they are, and a
+    /// calibrated pool keeps its own reading.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub monotone_decode: bool,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -428,6 +433,7 @@ impl FamilyCalibration {
             prefill_pass_overhead_ms: c.prefill_pass_overhead_ms,
             decode_pass_overhead_ms: c.decode_pass_overhead_ms,
             kv_pool_scale: c.kv_pool_scale,
+            monotone_decode: false,
             fit,
         }
     }
@@ -664,6 +670,9 @@ impl CalibrationFile {
             Some(f) => {
                 let c = f.corrections();
                 c.apply_to(e);
+                if f.monotone_decode {
+                    e.timing = e.timing.with_monotone_decode();
+                }
                 Applied::Calibrated(f.family(), c)
             }
             None => Applied::Absent(family.generic()),

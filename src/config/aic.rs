@@ -76,6 +76,7 @@ pub(crate) fn parse_aic_args(
     ] {
         dtypes.push(s(key)?.as_deref().and_then(normalize_dtype));
     }
+    let monotone_decode = o.bool("aic_decode_monotone")?.value().unwrap_or(false);
     let configured_dp = o.int("dp_size", 1, u64::MAX)?.value().unwrap_or(1);
     let dp = attention_dp.unwrap_or(1);
     if (backend.is_some() || attention_dp.is_some())
@@ -155,6 +156,7 @@ pub(crate) fn parse_aic_args(
             memory_fraction_value: value,
             checkpoint_weights: fractions.server_accounting,
         }),
+        monotone_decode,
     }))
 }
 

@@ -94,6 +94,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "mem_fraction_static",
     "free_gpu_memory_fraction",
     "aic_memory_model",
+    "aic_decode_monotone",
     "reasoning",
     "response_replay_trace_path",
     "bootstrap_port",

@@ -65,7 +65,7 @@ pub struct PoolGpus {
 /// The pools of a deployment with their GPUs (the same count as [`Topology::gpus`], split).
 pub fn pools(topology: &Topology) -> Vec<PoolGpus> {
     let system = |e: &crate::config::EngineArgs| match e.timing.source() {
-        TimingSource::Aic(id) => Some(id.system),
+        TimingSource::Aic { engine, .. } => Some(engine.system),
         _ => None,
     };
     match topology {

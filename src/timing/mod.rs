@@ -73,8 +73,14 @@ pub enum TimingSource {
     /// A measured profile: the NPZ as the user wrote its path, and its SHA-256 (so a changed
     /// profile changes the configuration hash, a moved one does not).
     PlannerProfileData { file: String, sha256: String },
-    /// AIConfigurator's estimator for one engine.
-    Aic(Box<AicEngineId>),
+    /// AIConfigurator's estimator for one engine; `monotone_decode` is `aic_decode_monotone`
+    /// (written only when set).
+    Aic {
+        #[serde(flatten)]
+        engine: Box<AicEngineId>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        monotone_decode: bool,
+    },
 }
 
 /// The timing keys of one pool's engine args as parsed: plain data, nothing read or compiled
@@ -137,6 +143,15 @@ impl Timing {
         }
     }
 
+    /// This timing with `aic_decode_monotone` on: AIC timing's monotone view of the same
+    /// engine (sharing its memo); other models as they are.
+    pub fn with_monotone_decode(&self) -> Timing {
+        match &self.0 {
+            Model::Aic(m) => Timing::aic(m.monotone_twin()),
+            _ => self.clone(),
+        }
+    }
+
     pub fn is_polynomial(&self) -> bool {
         matches!(self.0, Model::Polynomial)
     }
@@ -146,7 +161,10 @@ impl Timing {
         match &self.0 {
             Model::Polynomial => TimingSource::Polynomial,
             Model::Interpolated(p) => p.source().clone(),
-            Model::Aic(m) => TimingSource::Aic(Box::new(m.id().clone())),
+            Model::Aic(m) => TimingSource::Aic {
+                engine: Box::new(m.id().clone()),
+                monotone_decode: m.monotone(),
+            },
         }
     }
 }
@@ -268,31 +286,44 @@ impl TimingLoader {
     /// KV-block estimate: the engine is compiled and loaded once per distinct [`AicEngineId`].
     pub fn load_aic(&mut self, args: &AicArgs) -> Result<(Timing, Option<u64>), InputError> {
         let (engine, blocks) = self.aic.get(&args.engine, args.kv_estimate.as_ref())?;
-        Ok((self.aic_timing(engine), blocks))
+        Ok((self.aic_timing(engine, args.monotone_decode), blocks))
     }
 
     /// The AIC latency model of engine `id` (the KV router's prefill-load estimator uses it): the
     /// same model, with the same memo, as AIC timing of that engine.
     pub fn aic_latency(&mut self, id: &AicEngineId) -> Result<Arc<AicLatency>, InputError> {
         let (engine, _) = self.aic.get(id, None)?;
-        let timing = self.aic_timing(engine);
+        let timing = self.aic_timing(engine, false);
         Ok(timing
             .aic_latency()
             .expect("an AIC engine's timing is AIC timing")
             .clone())
     }
 
-    /// The AIC timing model of a loaded engine, one per engine id (so AIC timing and the KV
-    /// router's load estimator of the same engine share its memo).
-    fn aic_timing(&mut self, engine: Arc<aic::LoadedEngine>) -> Timing {
+    /// The AIC timing model of a loaded engine, one per engine id and decode model
+    /// (`aic_decode_monotone`), so AIC timing and the KV router's load estimator of the same
+    /// engine share its memo.
+    fn aic_timing(&mut self, engine: Arc<aic::LoadedEngine>, monotone: bool) -> Timing {
         let key = format!(
             "aic\n{}",
             serde_json::to_string(&engine.id).expect("an engine id serialises")
         );
+        let raw = match self.built.get(&key) {
+            Some(t) => t.clone(),
+            None => {
+                let t = Timing::aic(Arc::new(AicLatency::new(engine, false)));
+                self.built.insert(key.clone(), t.clone());
+                t
+            }
+        };
+        if !monotone {
+            return raw;
+        }
+        let key = format!("{key}\nmonotone decode");
         if let Some(t) = self.built.get(&key) {
             return t.clone();
         }
-        let t = Timing::aic(Arc::new(AicLatency::new(engine)));
+        let t = raw.with_monotone_decode();
         self.built.insert(key, t.clone());
         t
     }

@@ -197,8 +197,11 @@ pub fn corrections(
         match file.get(&narrow) {
             Some(f) => {
                 let key = narrowed(&r, p.family());
-                out.by_family
-                    .insert(key, correction_keys(&r, f.corrections()));
+                let mut keys = correction_keys(&r, f.corrections());
+                if f.monotone_decode {
+                    keys.insert("aic_decode_monotone".into(), Value::Bool(true));
+                }
+                out.by_family.insert(key, keys);
                 outcomes.push(Applied::Calibrated(f.family(), f.corrections()));
             }
             None => outcomes.push(Applied::Absent(family)),

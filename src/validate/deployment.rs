@@ -709,6 +709,9 @@ fn from_table(
         if opts.memory_model == MemoryModel::Server {
             set("aic_memory_model", json!("server"));
         }
+        if opts.monotone_decode {
+            set("aic_decode_monotone", json!(true));
+        }
         if let Some(ms) = dispatch.prefill_pass_ms {
             set("prefill_pass_overhead_ms", json!(ms));
         }

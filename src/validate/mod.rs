@@ -60,6 +60,9 @@ pub struct Options {
     pub kv_cache_dtype: KvCacheDtype,
     /// How table rows' KV pools are sized (`--memory-model`).
     pub memory_model: MemoryModel,
+    /// Whether table rows' AIC decode times are read as monotone in the batch
+    /// (`--decode-timing monotone`: `aic_decode_monotone`).
+    pub monotone_decode: bool,
     /// The dispatch cost of prefill passes of table rows (`--dispatch-overhead`).
     pub dispatch_overhead: DispatchOverhead,
     /// The scheduler settings of table rows' servers (`--launch-settings`).
@@ -81,6 +84,7 @@ impl Default for Options {
             random_range_ratio: 0.8,
             kv_cache_dtype: KvCacheDtype::Auto,
             memory_model: MemoryModel::Server,
+            monotone_decode: true,
             dispatch_overhead: DispatchOverhead::Engines,
             launch: LaunchSettings::InferenceX,
             dp_rank_routing: DpRankRouting::Engine,

@@ -55,6 +55,15 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             args.options.memory_model
         ))
     })?;
+    let monotone_decode = match args.options.decode_timing.as_str() {
+        "monotone" => true,
+        "aic" => false,
+        other => {
+            return Err(InputError::new(format!(
+                "--decode-timing must be monotone or aic, got {other:?}"
+            )))
+        }
+    };
     let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
         InputError::new(format!(
             "--dispatch-overhead must be engines, vllm-sglang, aic, all or none, got {:?}",
@@ -82,6 +91,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         random_range_ratio: r,
         kv_cache_dtype: kv,
         memory_model,
+        monotone_decode,
         dispatch_overhead: dispatch,
         launch,
         dp_rank_routing,
@@ -374,6 +384,7 @@ pub fn json_text(
             "random_range_ratio": opts.random_range_ratio,
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
             "memory_model": opts.memory_model.name(),
+            "decode_timing": if opts.monotone_decode { "monotone" } else { "aic" },
             "dispatch_overhead": opts.dispatch_overhead.name(),
             "launch_settings": opts.launch.name(),
             "dp_rank_routing": opts.dp_rank_routing.name(),

@@ -811,6 +811,17 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     };
     assert!(engine(&qwen, &aic_memory).get("aic_memory_model").is_none());
     assert!(engine(&vllm, &aic_memory).get("aic_memory_model").is_none());
+    // AIC's decode times are read as monotone in the batch (`--decode-timing monotone`) on
+    // every backend; `aic` reads them as they are and leaves the key out.
+    assert_eq!(engine(&qwen, &defaults)["aic_decode_monotone"], true);
+    assert_eq!(engine(&vllm, &defaults)["aic_decode_monotone"], true);
+    let raw_decode = Options {
+        monotone_decode: false,
+        ..Options::default()
+    };
+    assert!(engine(&vllm, &raw_decode)
+        .get("aic_decode_monotone")
+        .is_none());
 }
 
 /// An H200 TRT-LLM DeepSeek-R1 row of the 2026 batches with attention DP: TP 1 × attention DP

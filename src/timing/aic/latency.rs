@@ -13,6 +13,14 @@
 //! between them the estimator's own curve is smooth at this scale: the measured effect on the
 //! reference comparisons is in the README).
 //!
+//! With `aic_decode_monotone` (dynosim's, not DynoSim's) a decode step takes the least of the
+//! estimator's times for its batch and for up to [`MONOTONE_DECODE_SPAN`] times as many
+//! sequences (at the same context): a step never gets faster with more sequences, and the
+//! noise of measured kernel tables is mostly upward (a slow sample at one batch size), so the
+//! least time of a larger batch bounds a smaller batch's. AIC's perf data for some systems
+//! (B200 vLLM) has dips and bumps of more than a quarter of the step time between
+//! neighbouring batch sizes.
+//!
 //! A failed estimate is memoised as a failure too, so every simulation that asks for that shape
 //! sees it, whichever asked first: `dynosim run` reads it from [`AicLatency::error`] (the model's
 //! first failure), a sweep point from the [`FailureScope`] it simulated in (the failures of that
@@ -29,10 +37,11 @@ use std::sync::Arc;
 /// One memoised estimate: milliseconds, or the estimator's error message.
 type Estimate = Result<f64, Arc<str>>;
 
-/// A decode-table segment: (model serial, batch, lower grid point), and the times at both ends.
+/// A decode-table segment: (2 × engine serial + 1 for the monotone view, batch, lower grid
+/// point), and the times at both ends.
 type Segment = ((u64, u64, u64), f64, f64);
 
-/// Numbers the models, so a thread's cached decode segment names the model it belongs to.
+/// Numbers the engines' memos, so a thread's cached decode segment names the model it belongs to.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
@@ -80,42 +89,79 @@ impl Drop for FailureScope {
 /// Context spacing of the decode table, in tokens.
 pub const DECODE_CONTEXT_STEP: u64 = 64;
 
-/// AIC timing over one shared loaded engine.
+/// With `aic_decode_monotone`, a decode step at batch `b` takes the least estimate over
+/// batches `b..=MONOTONE_DECODE_SPAN·b`.
+pub const MONOTONE_DECODE_SPAN: u64 = 4;
+
+/// AIC timing over one shared loaded engine: the estimator's decode times as they are, or with
+/// `aic_decode_monotone` their least over larger batches. Both views of an engine share one
+/// memo ([`Self::monotone_twin`]).
 pub struct AicLatency {
+    memo: Arc<Memo>,
+    /// `aic_decode_monotone`: decode times are the least over larger batches.
+    monotone: bool,
+}
+
+/// The estimates of one engine, shared by its two views.
+struct Memo {
     engine: Arc<LoadedEngine>,
-    /// This model's number (see [`SERIAL`]).
+    /// This engine's number (see [`SERIAL`]).
     serial: u64,
     prefill: RwLock<FxHashMap<(u64, u64, u64), Estimate>>,
+    /// The estimator's decode times by (batch, context).
     decode: RwLock<FxHashMap<(u64, u64), Estimate>>,
+    /// The least decode times over larger batches by (batch, context), for the monotone view.
+    least: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The first estimator error: DynoSim makes these fatal, so the run checks it afterwards.
     error: Mutex<Option<String>>,
 }
 
 impl AicLatency {
-    pub fn new(engine: Arc<LoadedEngine>) -> Self {
+    /// The model over `engine`; `monotone` is `aic_decode_monotone`.
+    pub fn new(engine: Arc<LoadedEngine>, monotone: bool) -> Self {
         AicLatency {
-            engine,
-            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
-            prefill: RwLock::default(),
-            decode: RwLock::default(),
-            error: Mutex::new(None),
+            memo: Arc::new(Memo {
+                engine,
+                serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+                prefill: RwLock::default(),
+                decode: RwLock::default(),
+                least: RwLock::default(),
+                error: Mutex::new(None),
+            }),
+            monotone,
         }
+    }
+
+    /// The monotone view of this engine's timing (itself when it is one), sharing the memo.
+    pub fn monotone_twin(self: &Arc<Self>) -> Arc<AicLatency> {
+        if self.monotone {
+            return self.clone();
+        }
+        Arc::new(AicLatency {
+            memo: self.memo.clone(),
+            monotone: true,
+        })
+    }
+
+    /// Whether decode steps take the least time over larger batches (`aic_decode_monotone`).
+    pub fn monotone(&self) -> bool {
+        self.monotone
     }
 
     /// The engine this model times.
     pub fn id(&self) -> &AicEngineId {
-        &self.engine.id
+        &self.memo.engine.id
     }
 
     /// The context-attention dtype timed in place of the checkpoint's, when its perf data has
     /// none of the checkpoint's (AIConfigurator's estimate-path fallback).
     pub fn fmha_fallback(&self) -> Option<&str> {
-        self.engine.fmha_fallback.as_deref()
+        self.memo.engine.fmha_fallback.as_deref()
     }
 
     /// The first estimator error, if any prediction failed.
     pub fn error(&self) -> Option<String> {
-        self.error.lock().clone()
+        self.memo.error.lock().clone()
     }
 
     /// `t`'s time, or `fallback` after noting its failure (for the run and the current scope).
@@ -124,7 +170,7 @@ impl AicLatency {
             Ok(t) => *t,
             Err(what) => {
                 note_scope_failure(what);
-                let mut e = self.error.lock();
+                let mut e = self.memo.error.lock();
                 if e.is_none() {
                     *e = Some(what.to_string());
                 }
@@ -144,10 +190,11 @@ impl AicLatency {
     /// failure is returned, not recorded: the router goes on without a duration, as DynoSim's.
     pub fn load_estimate_ms(&self, isl: u64, prefix: u64) -> Result<f64, String> {
         let key = (1, isl, prefix);
-        if let Some(t) = self.prefill.read().get(&key) {
+        if let Some(t) = self.memo.prefill.read().get(&key) {
             return t.clone().map_err(|e| e.to_string());
         }
         let t: Estimate = self
+            .memo
             .engine
             .engine
             .predict_prefill_latency(1, Self::u32_of(isl), Self::u32_of(prefix))
@@ -156,14 +203,18 @@ impl AicLatency {
                 format!("AIC prefill prediction failed (batch 1, isl {isl}, prefix {prefix}): {e}")
                     .into()
             });
-        self.prefill.write().insert(key, t.clone());
+        self.memo.prefill.write().insert(key, t.clone());
         t.map_err(|e| e.to_string())
     }
 
     /// The table's times at `lo` and the next grid point. The passes of a decode stride ask for
     /// the same segment up to 63 times in a row, so each thread keeps the last one it read.
     fn segment(&self, batch_size: u64, lo: u64) -> (f64, f64) {
-        let key = (self.serial, batch_size, lo);
+        let key = (
+            self.memo.serial * 2 + u64::from(self.monotone),
+            batch_size,
+            lo,
+        );
         if let Some((k, t_lo, t_hi)) = LAST_SEGMENT.get() {
             if k == key {
                 return (t_lo, t_hi);
@@ -183,13 +234,34 @@ impl AicLatency {
         self.settle(&t, 1.0)
     }
 
-    /// [`Self::decode_at`] before its failure is noted.
+    /// [`Self::decode_at`] before its failure is noted: the estimator's time, or with
+    /// `aic_decode_monotone` the least of its times over batches `batch_size..=SPAN·batch_size`
+    /// (a failure at `batch_size` itself stays a failure; failures above it are passed over).
     fn decode_estimate(&self, batch_size: u64, context: u64) -> Estimate {
+        if !self.monotone {
+            return self.estimated_decode(batch_size, context);
+        }
         let key = (batch_size, context);
-        if let Some(t) = self.decode.read().get(&key) {
+        if let Some(t) = self.memo.least.read().get(&key) {
+            return t.clone();
+        }
+        let t = self.estimated_decode(batch_size, context).map(|own| {
+            (batch_size + 1..=batch_size.saturating_mul(MONOTONE_DECODE_SPAN))
+                .filter_map(|b| self.estimated_decode(b, context).ok())
+                .fold(own, f64::min)
+        });
+        self.memo.least.write().insert(key, t.clone());
+        t
+    }
+
+    /// The estimator's decode time at one table point, memoised.
+    fn estimated_decode(&self, batch_size: u64, context: u64) -> Estimate {
+        let key = (batch_size, context);
+        if let Some(t) = self.memo.decode.read().get(&key) {
             return t.clone();
         }
         let t = self
+            .memo
             .engine
             .engine
             .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
@@ -197,7 +269,7 @@ impl AicLatency {
                 format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
                     .into()
             });
-        self.decode.write().insert(key, t.clone());
+        self.memo.decode.write().insert(key, t.clone());
         t
     }
 }
@@ -209,10 +281,11 @@ impl LatencyModel for AicLatency {
             return 0.0;
         }
         let key = (batch_size, isl, prefix);
-        if let Some(t) = self.prefill.read().get(&key) {
+        if let Some(t) = self.memo.prefill.read().get(&key) {
             return self.settle(t, 0.0);
         }
         let t = self
+            .memo
             .engine
             .engine
             .predict_prefill_latency(
@@ -228,7 +301,7 @@ impl LatencyModel for AicLatency {
                 .into()
             });
         let ms = self.settle(&t, 0.0);
-        self.prefill.write().insert(key, t);
+        self.memo.prefill.write().insert(key, t);
         ms
     }
 

@@ -72,4 +72,8 @@ pub struct AicArgs {
     pub engine: AicEngineId,
     /// `Some` when `num_gpu_blocks` was not given: the pool size comes from AIC's memory model.
     pub kv_estimate: Option<AicKvEstimate>,
+    /// dynosim's `aic_decode_monotone` (not a DynoSim key): a decode step takes the least of
+    /// AIC's times over its batch and larger ones ([`latency`]'s module doc).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub monotone_decode: bool,
 }
