@@ -149,6 +149,14 @@ pub struct CalibrateArgs {
     /// it).
     #[arg(long)]
     pub no_per_decoding: bool,
+    /// Fit a family whose rows were measured on several releases of the serving engine (the
+    /// table's backend_version, e.g. vLLM 0.17.0 and 0.19.0) as one: no entries per release.
+    /// By default each release with at least 6 rows also gets an entry, fitted on its rows
+    /// alone and kept where it predicts them better than the family's, that wins over the
+    /// family's for pools naming that release (engine key server_version; the entries per
+    /// quantisation and shape are fitted within it).
+    #[arg(long)]
+    pub no_per_version: bool,
     #[command(flatten)]
     pub options: MeasuredOptions,
     #[command(flatten)]

@@ -52,6 +52,19 @@ fn calibrate(
     (file, String::from_utf8_lossy(&o.stdout).to_string(), stderr)
 }
 
+/// The B200 vLLM Llama-3.1-70B family as `calibrate` and `validate` name it.
+const B200_LLAMA: &str = "b200_sxm vllm meta-llama/Meta-Llama-3.1-70B";
+
+/// `dynosim validate ROWS --calibration CAL` ([`validate_with`]) calibrates the rows of
+/// `family` with each of its entries named by `labels`, as its stderr notes say.
+fn validate_takes_entries(dir: &Path, rows: &Path, cal: &Path, family: &str, labels: &[&str]) {
+    let stderr = validate_with(dir, rows, cal);
+    for label in labels {
+        let note = format!("calibrated {family} {label}: ");
+        assert!(stderr.contains(&note), "{note} not in {stderr}");
+    }
+}
+
 /// `dynosim validate ROWS --calibration CAL` at 2 prompts per unit of concurrency on 2
 /// threads, into `dir/v`; it must succeed. Its stderr.
 fn validate_with(dir: &Path, rows: &Path, cal: &Path) -> String {
@@ -648,11 +661,13 @@ fn each_deployment_shape_gets_an_entry_that_wins_for_its_pools() {
     );
 
     // validate with the file: each shape takes its own entry.
-    let stderr = validate_with(d, &rows_csv, &cal);
-    for shape in ["tp1", "tp2"] {
-        let note = format!("calibrated h200_sxm vllm meta-llama/Meta-Llama-3.1-70B {shape}: ");
-        assert!(stderr.contains(&note), "{note} not in {stderr}");
-    }
+    validate_takes_entries(
+        d,
+        &rows_csv,
+        &cal,
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B",
+        &["tp1", "tp2"],
+    );
 
     // --no-per-parallelism fits the family as one, with the same figures as its entry above.
     let (one, stdout, _) = calibrate(d, &rows_csv, &d.join("one.json"), &["--no-per-parallelism"]);
@@ -678,16 +693,7 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     let cal = d.join("cal.json");
     let (file, stdout, _) = calibrate(d, &rows, &cal, &[keep]);
     assert_eq!(file.options["keep_narrow_entries"], true);
-    let entries: Vec<(Option<&str>, usize)> = file
-        .families
-        .iter()
-        .map(|f| {
-            (
-                f.quantisation.as_deref(),
-                f.fit.as_ref().unwrap().rows.len(),
-            )
-        })
-        .collect();
+    let entries = labels_and_rows(&file, |f| f.quantisation.as_deref());
     assert_eq!(
         entries,
         [(None, 20), (Some("fp8"), 10), (Some("nvfp4"), 10)],
@@ -718,11 +724,7 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     );
 
     // validate with the file: each quantisation takes its own entry.
-    let stderr = validate_with(d, &rows, &cal);
-    for q in ["fp8", "nvfp4"] {
-        let note = format!("calibrated b200_sxm vllm meta-llama/Meta-Llama-3.1-70B {q}: ");
-        assert!(stderr.contains(&note), "{note} not in {stderr}");
-    }
+    validate_takes_entries(d, &rows, &cal, B200_LLAMA, &["fp8", "nvfp4"]);
 
     // By default an entry is kept only where it predicts its rows better held out than the
     // family's entry did. The two fits are the same as above; on these rows one of them is no
@@ -1121,6 +1123,18 @@ fn each_decoding_mode_of_a_family_gets_its_own_entry() {
 }
 
 /// The file's entry of decoding mode `mode` (there must be one).
+/// Each entry of `file` in order: its label at one level (`None` for a wider entry) and how
+/// many rows it was fitted on.
+fn labels_and_rows(
+    file: &CalibrationFile,
+    label: impl Fn(&FamilyCalibration) -> Option<&str>,
+) -> Vec<(Option<&str>, usize)> {
+    file.families
+        .iter()
+        .map(|f| (label(f), f.fit.as_ref().unwrap().rows.len()))
+        .collect()
+}
+
 fn entry_of<'a>(file: &'a CalibrationFile, mode: &str) -> &'a FamilyCalibration {
     file.families
         .iter()
@@ -1134,4 +1148,83 @@ fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
         .fit
         .as_ref()
         .is_some_and(|fit| fit.rows.iter().all(|id| id.contains(needle)))
+}
+
+/// Rows of one family measured on two releases of the serving engine get an entry per release:
+/// the 10 B200 vLLM Llama-3.1-70B FP8 rows at TP 8 as measured (vLLM "0.19.0"), and the same
+/// rows as a release whose servers took 30 % longer for everything ("0.17.0"). Each release's
+/// entry is kept (it predicts its rows better than the family's fit of both), the slow
+/// release's fit is the other's scaled by 1.3, and `validate` gives each row its release's
+/// entry through the `server_version` of its pools.
+#[test]
+fn each_release_of_the_serving_engine_gets_its_own_entry() {
+    if !common::have_aic("each_release_of_the_serving_engine_gets_its_own_entry") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv"),
+    )
+    .unwrap();
+    let mut lines = shipped.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    let mut n = 0;
+    for line in lines.filter(|l| l.contains(",fp8,agg,")) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let k = cells.len();
+        for (release, slower) in [("0.19.0", 1.0), ("0.17.0", 1.3)] {
+            let mut row: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+            row[0] = format!("{}_{release}", cells[0]);
+            // backend_version follows the source column, which holds `;`-separated fields.
+            row[3] = release.to_string();
+            for c in [k - 2, k - 1] {
+                let x: f64 = cells[c].parse().unwrap();
+                row[c] = format!("{}", x * slower);
+            }
+            csv.push_str(&row.join(","));
+            csv.push('\n');
+        }
+        n += 1;
+    }
+    assert_eq!(n, 10);
+    let rows = d.join("two_releases.csv");
+    std::fs::write(&rows, csv).unwrap();
+    let cal = d.join("cal.json");
+    let (file, stdout, stderr) = calibrate(d, &rows, &cal, &[]);
+    assert_eq!(file.options["per_version"], true);
+    let entries = labels_and_rows(&file, |f| f.server_version.as_deref());
+    assert_eq!(
+        entries,
+        [(None, 20), (Some("0.17.0"), 10), (Some("0.19.0"), 10)],
+        "{stderr}"
+    );
+    let (slow, fast) = (&file.families[1], &file.families[2]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 0.01 * b.abs().max(1e-9);
+    assert!(
+        close(slow.decode_scale, 1.3 * fast.decode_scale),
+        "{slow:?} {fast:?}"
+    );
+    assert!(
+        close(slow.prefill_scale, 1.3 * fast.prefill_scale),
+        "{slow:?} {fast:?}"
+    );
+    // Each release's held-out errors beat what the family's entry predicts of its rows.
+    for f in [slow, fast] {
+        let fit = f.fit.as_ref().unwrap();
+        let own = cv_errors(f);
+        let wider = fit.wider_held_out.unwrap();
+        assert!(own.objective() < wider.objective(), "{f:?}");
+    }
+    assert!(
+        stdout.contains("meta-llama/Meta-Llama-3.1-70B v0.17.0 "),
+        "{stdout}"
+    );
+
+    // validate with the file: each row takes its release's entry.
+    validate_takes_entries(d, &rows, &cal, B200_LLAMA, &["v0.17.0", "v0.19.0"]);
+    // Fitted as one (--no-per-version), the family alone.
+    let (one, _, _) = calibrate(d, &rows, &d.join("one.json"), &["--no-per-version"]);
+    assert!(one.families.iter().all(|f| f.server_version.is_none()));
+    assert_eq!(one.options["per_version"], false);
 }

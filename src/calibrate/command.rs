@@ -18,7 +18,7 @@ use super::{
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
 use crate::validate::calibration::{
-    aic_family, correction_keys, decoding_of, parallelism_of, quantisation_of,
+    aic_family, correction_keys, decoding_of, parallelism_of, quantisation_of, server_version_of,
 };
 use crate::validate::deployment::Recipe;
 use crate::validate::{
@@ -149,6 +149,7 @@ fn narrow(
     let args = ctx.args;
     let levels = [
         (!args.no_per_decoding, Level::Decoding),
+        (!args.no_per_version, Level::Version),
         (!args.no_per_quantisation, Level::Quantisation),
         (args.fits_per_parallelism(), Level::Parallelism),
     ];
@@ -169,6 +170,22 @@ fn narrow(
             if parts.len() < 2 {
                 next.push(leaf);
                 continue;
+            }
+            // Rows without a label at this level (a release the table does not name) stay
+            // with the wider entry, still open to the later levels.
+            let unlabelled: Vec<usize> = leaf
+                .rows
+                .iter()
+                .copied()
+                .filter(|i| !parts.values().any(|p| p.contains(i)))
+                .collect();
+            if !unlabelled.is_empty() {
+                next.push(Leaf {
+                    family: leaf.family.clone(),
+                    held: held_on(&leaf.held, &unlabelled),
+                    rows: unlabelled,
+                    open: true,
+                });
             }
             for (label, part_rows) in parts {
                 let narrow = level.narrow(&leaf.family, label);
@@ -255,6 +272,7 @@ fn target_of(p: &MeasuredPoint) -> Target {
 #[derive(Debug, Clone, Copy)]
 enum Level {
     Decoding,
+    Version,
     Quantisation,
     Parallelism,
 }
@@ -263,6 +281,7 @@ impl Level {
     fn label_of(self) -> fn(&Recipe) -> Option<String> {
         match self {
             Level::Decoding => decoding_of,
+            Level::Version => server_version_of,
             Level::Quantisation => quantisation_of,
             Level::Parallelism => parallelism_of,
         }
@@ -273,6 +292,7 @@ impl Level {
         let mut f = parent.clone();
         match self {
             Level::Decoding => f.decoding = Some(label),
+            Level::Version => f.server_version = Some(label),
             Level::Quantisation => f.quantisation = Some(label),
             Level::Parallelism => f.parallelism = Some(label),
         }
@@ -612,6 +632,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "loo_below": args.loo_below,
         "exclude": args.exclude,
         "per_decoding": !args.no_per_decoding,
+        "per_version": !args.no_per_version,
         "per_quantisation": !args.no_per_quantisation,
         "per_parallelism": args.fits_per_parallelism(),
         "keep_narrow_entries": args.keep_narrow_entries,

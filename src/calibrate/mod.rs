@@ -13,9 +13,10 @@
 //! serving stack's fixed costs: a per-request overhead, added to the pool's
 //! `request_overhead_ms`, a per-prefill-pass overhead, added to its `prefill_pass_overhead_ms`,
 //! and a signed per-decode-pass overhead, added to its `decode_pass_overhead_ms`. An entry may
-//! be narrowed to one weight quantisation (`quantisation`, e.g. `nvfp4`) and/or one deployment
-//! shape (`parallelism`, e.g. `tp4-ep4`), which then wins over the family's entry for pools of
-//! that quantisation or shape.
+//! be narrowed to one decoding mode (`decoding`, e.g. `mtp3`), one release of the serving
+//! engine (`server_version`, e.g. `0.17.0`), one weight quantisation (`quantisation`, e.g.
+//! `nvfp4`) and/or one deployment shape (`parallelism`, e.g. `tp4-ep4`), which then wins over
+//! the family's entry for pools of that mode, release, quantisation or shape.
 //!
 //! * here: the file format ([`CalibrationFile`], versioned JSON), loading it with errors that
 //!   name the file and the key, and applying it ([`CalibrationFile::apply`]);
@@ -55,6 +56,11 @@ pub struct Family {
     /// decode so and wins over the family's entry without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decoding: Option<String>,
+    /// A release of the serving engine within the family (`"0.17.0"`, the measured rows'
+    /// `backend_version`, a pool's `server_version`): an entry with one applies to pools that
+    /// name that release and wins over the family's entry without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// A weight quantisation within the family ([`quantisation_label`], e.g. `fp8` or
     /// `nvfp4`): an entry with one applies to pools of that quantisation and wins over the
     /// family's entry without one.
@@ -70,7 +76,13 @@ pub struct Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.system, self.backend, self.model)?;
-        for narrower in [&self.decoding, &self.quantisation, &self.parallelism]
+        if let Some(d) = &self.decoding {
+            write!(f, " {d}")?;
+        }
+        if let Some(v) = &self.server_version {
+            write!(f, " {}", version_label(v))?;
+        }
+        for narrower in [&self.quantisation, &self.parallelism]
             .into_iter()
             .flatten()
         {
@@ -81,71 +93,68 @@ impl fmt::Display for Family {
 }
 
 impl Family {
-    /// The same family without a decoding mode, quantisation or deployment shape.
+    /// The same family without a decoding mode, release, quantisation or deployment shape.
     pub fn generic(&self) -> Family {
         Family {
             decoding: None,
+            server_version: None,
             quantisation: None,
             parallelism: None,
             ..self.clone()
         }
     }
 
-    /// The entries that may apply to a pool of this family, most specific first (the order of
-    /// [`narrowings`]).
+    /// The entries that may apply to a pool of this family, most specific first and each
+    /// once: those that keep more of its decoding mode, release, quantisation and shape first,
+    /// and among as many the earlier of these before the later (all four; all but the shape;
+    /// all but the quantisation; …; the decoding mode alone; …; the shape alone; none). A pool
+    /// that decodes with multi-token prediction runs other passes than a plain one, a release
+    /// changes every kernel and the scheduler around them, and AIC's kernels differ more
+    /// between dtypes than between shapes of one dtype. Calibration files and validate's
+    /// corrections look entries up so.
     pub fn fallbacks(&self) -> Vec<Family> {
-        narrowings(&self.decoding, &self.quantisation, &self.parallelism)
-            .into_iter()
-            .map(|(decoding, quantisation, parallelism)| Family {
-                decoding,
-                quantisation,
-                parallelism,
+        let parts = [
+            &self.decoding,
+            &self.server_version,
+            &self.quantisation,
+            &self.parallelism,
+        ];
+        // Subsets of the four as bit masks (bit 3 = the decoding mode … bit 0 = the shape):
+        // more kept first, then the larger mask (earlier parts kept) first.
+        let mut masks: Vec<u32> = (0..16).collect();
+        masks.sort_by_key(|&m| (std::cmp::Reverse(m.count_ones()), std::cmp::Reverse(m)));
+        let mut out: Vec<Family> = Vec::with_capacity(masks.len());
+        for m in masks {
+            let keep = |i: u32| {
+                if m & (1 << (3 - i)) != 0 {
+                    parts[i as usize].clone()
+                } else {
+                    None
+                }
+            };
+            let f = Family {
+                decoding: keep(0),
+                server_version: keep(1),
+                quantisation: keep(2),
+                parallelism: keep(3),
                 ..self.clone()
-            })
-            .collect()
+            };
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
     }
 }
 
-/// A narrowing of a family: its decoding mode, weight quantisation and deployment shape, each
-/// kept or not.
-pub type Narrowing = (Option<String>, Option<String>, Option<String>);
-
-/// The (decoding, quantisation, shape) narrowings whose entry may apply to a pool with
-/// `decoding`, `quantisation` and `parallelism`, most specific first and each once: those that
-/// keep more of the three first, and among as many the decoding mode before the quantisation
-/// before the shape (all three; decoding and quantisation; decoding and shape; quantisation and
-/// shape; decoding; quantisation; shape; none). A pool that decodes with multi-token prediction
-/// runs other passes than a plain one, and AIC's kernels differ more between dtypes than
-/// between shapes of one dtype. Calibration files and validate's corrections look entries up
-/// so.
-pub fn narrowings(
-    decoding: &Option<String>,
-    quantisation: &Option<String>,
-    parallelism: &Option<String>,
-) -> Vec<Narrowing> {
-    const KEEP: [(bool, bool, bool); 8] = [
-        (true, true, true),
-        (true, true, false),
-        (true, false, true),
-        (false, true, true),
-        (true, false, false),
-        (false, true, false),
-        (false, false, true),
-        (false, false, false),
-    ];
-    let keep = |k: bool, v: &Option<String>| if k { v.clone() } else { None };
-    let mut out: Vec<Narrowing> = Vec::with_capacity(KEEP.len());
-    for (d, q, p) in KEEP {
-        let n = (
-            keep(d, decoding),
-            keep(q, quantisation),
-            keep(p, parallelism),
-        );
-        if !out.contains(&n) {
-            out.push(n);
-        }
+/// How a release shows in a family's name: `v0.17.0` (the release as given when it does not
+/// start with a digit, as `nightly-dev`).
+pub fn version_label(v: &str) -> String {
+    if v.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("v{v}")
+    } else {
+        v.to_string()
     }
-    out
 }
 
 /// The decoding mode of an AIC pool as calibration files name it: `plain`, or `mtp{N}` with
@@ -386,6 +395,10 @@ pub struct FamilyCalibration {
     /// an entry of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decoding: Option<String>,
+    /// The serving engine's release this entry is for (absent: every release of the family
+    /// without an entry of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// The weight quantisation this entry is for (absent: every quantisation of the family
     /// without an entry of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,6 +438,7 @@ impl FamilyCalibration {
             backend: family.backend,
             model: family.model,
             decoding: family.decoding,
+            server_version: family.server_version,
             quantisation: family.quantisation,
             parallelism: family.parallelism,
             prefill_scale: c.prefill_scale,
@@ -444,6 +458,7 @@ impl FamilyCalibration {
             backend: self.backend.clone(),
             model: self.model.clone(),
             decoding: self.decoding.clone(),
+            server_version: self.server_version.clone(),
             quantisation: self.quantisation.clone(),
             parallelism: self.parallelism.clone(),
         }
@@ -655,6 +670,7 @@ impl CalibrationFile {
                     && f.backend == want.backend
                     && f.model == want.model
                     && f.decoding == want.decoding
+                    && f.server_version == want.server_version
                     && f.quantisation == want.quantisation
                     && f.parallelism == want.parallelism
             })
@@ -708,6 +724,7 @@ pub fn family_of(e: &EngineArgs) -> Option<Family> {
         backend: id.backend.clone(),
         model: id.model_path.clone(),
         decoding: Some(decoding_label(e.mtp.as_ref().map(|m| m.nextn))),
+        server_version: e.server_version.clone(),
         quantisation: Some(quantisation_label(
             id.gemm_dtype.as_deref(),
             id.moe_dtype.as_deref(),

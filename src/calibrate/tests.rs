@@ -6,6 +6,7 @@ fn family() -> Family {
         backend: "vllm".into(),
         model: "meta-llama/Meta-Llama-3.1-70B".into(),
         decoding: None,
+        server_version: None,
         quantisation: None,
         parallelism: None,
     }
@@ -308,6 +309,46 @@ fn an_entry_of_the_pools_shape_wins_over_the_familys() {
     assert!(e.contains("repeats the family"), "{e}");
 }
 
+/// An entry for one release of the serving engine applies to pools naming that release
+/// (`server_version`), with their quantisation's and shape's entries of that release first;
+/// pools of another release or none take the family's.
+#[test]
+fn an_entry_of_the_pools_release_wins_over_the_familys() {
+    let mut f = sample();
+    let release = |v: &str| Family {
+        server_version: Some(v.into()),
+        ..family()
+    };
+    let c = Corrections {
+        prefill_scale: 2.0,
+        ..Corrections::NONE
+    };
+    f.families
+        .push(FamilyCalibration::new(release("0.17.0"), c, None));
+    let text = f.to_json();
+    assert!(text.contains("\"server_version\": \"0.17.0\""), "{text}");
+    let back = CalibrationFile::parse(&text).unwrap();
+    assert_eq!(back, f);
+    let pool = |v: Option<&str>| Family {
+        server_version: v.map(str::to_string),
+        decoding: Some("plain".into()),
+        quantisation: Some("fp8".into()),
+        parallelism: Some("tp2".into()),
+        ..family()
+    };
+    assert_eq!(back.get(&pool(Some("0.17.0"))).unwrap().prefill_scale, 2.0);
+    assert_eq!(back.get(&pool(Some("0.19.0"))).unwrap().prefill_scale, 1.18);
+    assert_eq!(back.get(&pool(None)).unwrap().prefill_scale, 1.18);
+    assert_eq!(
+        release("0.17.0").to_string(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B v0.17.0"
+    );
+    assert_eq!(
+        release("nightly-dev").to_string(),
+        "h200_sxm vllm meta-llama/Meta-Llama-3.1-70B nightly-dev"
+    );
+}
+
 /// An entry of [`family`] narrowed by the labels given, with prefill scale `scale`.
 fn narrowed_entry(
     d: Option<&str>,
@@ -367,19 +408,35 @@ fn a_decoding_mode_narrows_before_a_quantisation_or_shape() {
     );
     // Every narrowing once, most specific first; labels a pool lacks drop out.
     let some = |x: &str| Some(x.to_string());
+    let pool =
+        |d: Option<String>, v: Option<String>, q: Option<String>, p: Option<String>| Family {
+            decoding: d,
+            server_version: v,
+            quantisation: q,
+            parallelism: p,
+            ..family()
+        };
+    let all = pool(some("mtp3"), some("0.17.0"), some("fp8"), some("tp4"));
+    assert_eq!(all.fallbacks().len(), 16);
+    assert_eq!(all.fallbacks()[0], all);
+    assert_eq!(all.fallbacks()[15], family());
+    let fp8_tp4 = pool(None, None, some("fp8"), some("tp4"));
     assert_eq!(
-        narrowings(&some("mtp3"), &some("fp8"), &some("tp4")).len(),
-        8
-    );
-    assert_eq!(
-        narrowings(&None, &some("fp8"), &some("tp4")),
+        fp8_tp4.fallbacks(),
         vec![
-            (None, some("fp8"), some("tp4")),
-            (None, some("fp8"), None),
-            (None, None, some("tp4")),
-            (None, None, None),
+            fp8_tp4.clone(),
+            pool(None, None, some("fp8"), None),
+            pool(None, None, None, some("tp4")),
+            family(),
         ]
     );
+    // A release narrows after the decoding mode and before the quantisation and shape.
+    let v = pool(some("plain"), some("0.17.0"), some("fp8"), some("tp4"));
+    let order: Vec<String> = v.fallbacks().iter().map(|f| f.to_string()).collect();
+    let at = |s: &str| order.iter().position(|x| x.ends_with(s)).unwrap();
+    assert!(at("plain v0.17.0 fp8") < at("plain fp8 tp4"));
+    assert!(at("plain v0.17.0") < at("plain fp8"));
+    assert!(at("Llama-3.1-70B v0.17.0") < at("Llama-3.1-70B fp8"));
     assert_eq!(decoding_label(None), "plain");
     assert_eq!(decoding_label(Some(3)), "mtp3");
 }

@@ -60,6 +60,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "decode_pass_overhead_ms",
     "decode_time_scale",
     "kv_pool_scale",
+    "server_version",
     "dp_rank_routing",
     "sglang",
     "trtllm",
@@ -277,6 +278,11 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
     if let Some(x) = positive_scale(&o, "kv_pool_scale", 1e3, "the KV pool's block count")? {
         a.kv_pool_scale = x;
     }
+    a.server_version = o
+        .string("server_version")?
+        .value()
+        .filter(|v| !v.is_empty())
+        .map(str::to_string);
     if let Some(n) = o.non_null(
         "dp_size",
         o.int("dp_size", 1, super::limits::MAX_ENGINE_RANKS)?,

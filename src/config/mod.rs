@@ -137,6 +137,12 @@ pub struct EngineArgs {
     /// the measured servers held more or fewer tokens in than the memory model gives.
     #[serde(skip_serializing_if = "is_unit")]
     pub kv_pool_scale: f64,
+    /// dynosim's `server_version` (not a DynoSim key): the release of the serving engine the
+    /// pool stands for (`"0.17.0"`), as measured deployments name it. It changes no timing (AIC
+    /// times the pool by `aic_backend_version`'s data) and picks a calibration's entry for that
+    /// release.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// Tokens per KV block (64 for vLLM when 0/absent).
     pub block_size: u32,
     pub max_model_len: Option<u64>,
@@ -235,6 +241,7 @@ impl Default for EngineArgs {
             prefill_pass_overhead_ms: 0.0,
             decode_pass_overhead_ms: 0.0,
             decode_time_scale: 1.0,
+            server_version: None,
             batch_wait: BatchWait::default(),
             adp_balance: AdpBalance::default(),
             dp_rank_routing: DpRankRouting::Router,

@@ -32,6 +32,7 @@ pub fn aic_family(r: &Recipe) -> Option<Family> {
             backend: s("aic_backend")?,
             model: s("aic_model_path")?,
             decoding: None,
+            server_version: None,
             quantisation: None,
             parallelism: None,
         };
@@ -53,11 +54,13 @@ fn aic_pool(r: &Recipe) -> Option<&Value> {
     pool.get("aic_backend").map(|_| pool)
 }
 
-/// `family` narrowed to a recipe's decoding mode, weight quantisation and deployment shape
-/// (each `None` without AIC), as calibration entries are looked up for its pools.
+/// `family` narrowed to a recipe's decoding mode, serving release, weight quantisation and
+/// deployment shape (each `None` without AIC; the release `None` when the pools name none), as
+/// calibration entries are looked up for its pools.
 pub fn narrowed(r: &Recipe, family: Family) -> Family {
     Family {
         decoding: decoding_of(r),
+        server_version: server_version_of(r),
         quantisation: quantisation_of(r),
         parallelism: parallelism_of(r),
         ..family
@@ -74,6 +77,16 @@ pub fn decoding_of(r: &Recipe) -> Option<String> {
         .and_then(Value::as_u64)
         .map(|n| n as u32);
     Some(calibrate::decoding_label(nextn))
+}
+
+/// The serving engine's release a recipe's pools stand for (`server_version`): the aggregated
+/// or prefill pool's (`None` without AIC or without one).
+pub fn server_version_of(r: &Recipe) -> Option<String> {
+    let pool = aic_pool(r)?;
+    pool.get("server_version")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
 }
 
 /// The deployment shape of a recipe's pools as calibration files name it

@@ -6,7 +6,8 @@
 //!   pool) and its GEMM/MoE quantisation; the engine type is the backend;
 //! * the model's Hugging Face name mapped onto a bundled AIC model config
 //!   ([`AicCatalog::model_for`]), the backend version onto an installed perf database
-//!   ([`AicCatalog::version_for`]);
+//!   ([`AicCatalog::version_for`]), and the row's own release as `server_version` (it picks a
+//!   calibration's entry for that release);
 //! * prefix caching off, `max_num_batched_tokens` 8192 (or a launch script's own budget,
 //!   [`LaunchSettings`]) and `max_num_seqs` = the concurrency (the benchmark servers'
 //!   `--no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs $CONC`), the KV
@@ -676,6 +677,11 @@ fn from_table(
         set("aic_backend", json!(p.backend));
         set("aic_system", json!(p.system));
         set("aic_backend_version", json!(version));
+        // The measured server's own release (the perf data's may differ): it picks a
+        // calibration's entry for that release.
+        if !p.backend_version.is_empty() {
+            set("server_version", json!(p.backend_version));
+        }
         set("aic_model_path", json!(model));
         set("aic_tp_size", json!(pool.tp));
         if pool.attention_dp > 1 {

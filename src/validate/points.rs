@@ -37,6 +37,7 @@ impl MeasuredPoint {
             backend: self.backend.clone(),
             model: self.model.clone(),
             decoding: None,
+            server_version: None,
             quantisation: None,
             parallelism: None,
         }

@@ -822,6 +822,13 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     assert!(engine(&vllm, &raw_decode)
         .get("aic_decode_monotone")
         .is_none());
+    // The measured server's release names the calibration entry its pools take, where the row
+    // gives one (LLAMA's is blank).
+    assert!(engine(&vllm, &defaults).get("server_version").is_none());
+    let released = qwen.replacen(",sglang,,", ",sglang,0.5.9,", 1);
+    let e = engine(&released, &defaults);
+    assert_eq!(e["server_version"], "0.5.9");
+    assert_ne!(e["aic_backend_version"], "0.5.9");
 }
 
 /// An H200 TRT-LLM DeepSeek-R1 row of the 2026 batches with attention DP: TP 1 × attention DP
