@@ -1227,4 +1227,24 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
     let (one, _, _) = calibrate(d, &rows, &d.join("one.json"), &["--no-per-version"]);
     assert!(one.families.iter().all(|f| f.server_version.is_none()));
     assert_eq!(one.options["per_version"], false);
+
+    // Rows that name no release (all 20 shipped rows, FP8 and NVFP4, as shipped) stay with the
+    // family's entry and are not narrowed further, even where every entry is kept: an entry
+    // of theirs per quantisation would win over the family's for pools of any release.
+    let mut with_blank = std::fs::read_to_string(&rows).unwrap();
+    with_blank.extend(shipped.lines().skip(1).map(|l| format!("{l}\n")));
+    let blank = d.join("with_blank.csv");
+    std::fs::write(&blank, with_blank).unwrap();
+    let (file, _, _) = calibrate(
+        d,
+        &blank,
+        &d.join("blank.json"),
+        &["--keep-narrow-entries", "--no-per-parallelism"],
+    );
+    let entries = labels_and_rows(&file, |f| f.server_version.as_deref());
+    assert_eq!(
+        entries,
+        [(None, 40), (Some("0.17.0"), 10), (Some("0.19.0"), 10)],
+        "{file:?}"
+    );
 }

@@ -172,7 +172,10 @@ fn narrow(
                 continue;
             }
             // Rows without a label at this level (a release the table does not name) stay
-            // with the wider entry, still open to the later levels.
+            // with the wider entry, and no later level splits them: an entry narrowed from
+            // them (say by shape) would, being as narrow as an entry of a release, win for
+            // pools of every release whose own entry was not kept, which calibrate's
+            // held-out figures would not have counted.
             let unlabelled: Vec<usize> = leaf
                 .rows
                 .iter()
@@ -184,7 +187,7 @@ fn narrow(
                     family: leaf.family.clone(),
                     held: held_on(&leaf.held, &unlabelled),
                     rows: unlabelled,
-                    open: true,
+                    open: false,
                 });
             }
             for (label, part_rows) in parts {
