@@ -6,7 +6,7 @@
 mod common;
 
 use assert_cmd::Command;
-use dynosim::calibrate::{CalibrationFile, ErrorSummary, FamilyCalibration};
+use dynosim::calibrate::{CalibrationFile, ErrorSummary, Family, FamilyCalibration};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -1228,9 +1228,10 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
     assert!(one.families.iter().all(|f| f.server_version.is_none()));
     assert_eq!(one.options["per_version"], false);
 
-    // Rows that name no release (all 20 shipped rows, FP8 and NVFP4, as shipped) stay with the
-    // family's entry and are not narrowed further, even where every entry is kept: an entry
-    // of theirs per quantisation would win over the family's for pools of any release.
+    // Rows that name no release (all 20 shipped rows, FP8 and NVFP4, as shipped) are fitted
+    // together under the family's entry and narrowed by quantisation (every entry kept here);
+    // a pool of a release with an entry takes its release's entry before theirs, a pool
+    // naming no release theirs.
     let mut with_blank = std::fs::read_to_string(&rows).unwrap();
     with_blank.extend(shipped.lines().skip(1).map(|l| format!("{l}\n")));
     let blank = d.join("with_blank.csv");
@@ -1241,10 +1242,32 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
         &d.join("blank.json"),
         &["--keep-narrow-entries", "--no-per-parallelism"],
     );
-    let entries = labels_and_rows(&file, |f| f.server_version.as_deref());
+    let entries = labels_and_rows(&file, |f| {
+        f.server_version.as_deref().or(f.quantisation.as_deref())
+    });
     assert_eq!(
         entries,
-        [(None, 40), (Some("0.17.0"), 10), (Some("0.19.0"), 10)],
+        [
+            (None, 40),
+            (Some("0.17.0"), 10),
+            (Some("0.19.0"), 10),
+            (Some("fp8"), 10),
+            (Some("nvfp4"), 10)
+        ],
         "{file:?}"
     );
+    assert!(file.families[3..]
+        .iter()
+        .all(|f| f.server_version.is_none()));
+    let pool = |release: Option<&str>| Family {
+        decoding: Some("plain".into()),
+        server_version: release.map(str::to_string),
+        quantisation: Some("fp8".into()),
+        parallelism: Some("tp8".into()),
+        ..file.families[0].family()
+    };
+    let taken = |f: Family| file.get(&f).unwrap().family().to_string();
+    assert_eq!(taken(pool(Some("0.19.0"))), format!("{B200_LLAMA} v0.19.0"));
+    assert_eq!(taken(pool(None)), format!("{B200_LLAMA} fp8"));
+    assert_eq!(taken(pool(Some("0.18.0"))), format!("{B200_LLAMA} fp8"));
 }

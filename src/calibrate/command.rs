@@ -171,25 +171,19 @@ fn narrow(
                 next.push(leaf);
                 continue;
             }
-            // Rows without a label at this level (a release the table does not name) stay
-            // with the wider entry, and no later level splits them: an entry narrowed from
-            // them (say by shape) would, being as narrow as an entry of a release, win for
-            // pools of every release whose own entry was not kept, which calibrate's
-            // held-out figures would not have counted.
-            let unlabelled: Vec<usize> = leaf
+            // At the release level, rows that name no release and rows of a release whose
+            // entry is not kept are fitted together under the wider entry, which the later
+            // levels still narrow: a pool takes its release's entries before any without a
+            // release (`Family::fallbacks`), so those entries apply to exactly these rows.
+            // At the other levels every row has a label, and a part whose entry is not kept
+            // stays with the wider entry, closed.
+            let pooled = matches!(level, Level::Version);
+            let mut rest: Vec<usize> = leaf
                 .rows
                 .iter()
                 .copied()
                 .filter(|i| !parts.values().any(|p| p.contains(i)))
                 .collect();
-            if !unlabelled.is_empty() {
-                next.push(Leaf {
-                    family: leaf.family.clone(),
-                    held: held_on(&leaf.held, &unlabelled),
-                    rows: unlabelled,
-                    open: false,
-                });
-            }
             for (label, part_rows) in parts {
                 let narrow = level.narrow(&leaf.family, label);
                 let kept = enough_rows(&narrow, &part_rows, ctx.baseline)
@@ -202,22 +196,32 @@ fn narrow(
                         }
                         _ => true,
                     });
-                next.push(match kept {
+                match kept {
                     Some((entry, held)) => {
                         entries.push(entry);
-                        Leaf {
+                        next.push(Leaf {
                             family: narrow,
                             rows: part_rows,
                             held,
                             open: true,
-                        }
+                        });
                     }
-                    None => Leaf {
+                    None if pooled => rest.extend(part_rows),
+                    None => next.push(Leaf {
                         family: leaf.family.clone(),
                         held: held_on(&leaf.held, &part_rows),
                         rows: part_rows,
                         open: false,
-                    },
+                    }),
+                }
+            }
+            if !rest.is_empty() {
+                rest.sort_unstable();
+                next.push(Leaf {
+                    family: leaf.family.clone(),
+                    held: held_on(&leaf.held, &rest),
+                    rows: rest,
+                    open: pooled,
                 });
             }
         }

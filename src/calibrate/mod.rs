@@ -105,13 +105,14 @@ impl Family {
     }
 
     /// The entries that may apply to a pool of this family, most specific first and each
-    /// once: those that keep more of its decoding mode, release, quantisation and shape first,
-    /// and among as many the earlier of these before the later (all four; all but the shape;
-    /// all but the quantisation; …; the decoding mode alone; …; the shape alone; none). A pool
-    /// that decodes with multi-token prediction runs other passes than a plain one, a release
-    /// changes every kernel and the scheduler around them, and AIC's kernels differ more
-    /// between dtypes than between shapes of one dtype. Calibration files and validate's
-    /// corrections look entries up so.
+    /// once: those that keep its release first (an entry without one was fitted on rows of
+    /// other releases, or of none: `calibrate` narrows the rows of releases without entries of
+    /// their own apart), then those that keep more of its decoding mode, quantisation and shape,
+    /// and among as many the earlier of these before the later (with all four: all four; all
+    /// but the shape; …; the release alone; then mode, quantisation and shape; …; the shape
+    /// alone; none). A pool that decodes with multi-token prediction runs other passes than a
+    /// plain one, and AIC's kernels differ more between dtypes than between shapes of one
+    /// dtype. Calibration files and validate's corrections look entries up so.
     pub fn fallbacks(&self) -> Vec<Family> {
         let parts = [
             &self.decoding,
@@ -119,10 +120,14 @@ impl Family {
             &self.quantisation,
             &self.parallelism,
         ];
-        // Subsets of the four as bit masks (bit 3 = the decoding mode … bit 0 = the shape):
-        // more kept first, then the larger mask (earlier parts kept) first.
+        // Subsets of the four as bit masks (bit 3 = the decoding mode, bit 2 the release …
+        // bit 0 = the shape): the release kept first, then more kept, then the larger mask
+        // (earlier parts kept) first.
         let mut masks: Vec<u32> = (0..16).collect();
-        masks.sort_by_key(|&m| (std::cmp::Reverse(m.count_ones()), std::cmp::Reverse(m)));
+        masks.sort_by_key(|&m| {
+            use std::cmp::Reverse;
+            (Reverse(m & 4), Reverse(m.count_ones()), Reverse(m))
+        });
         let mut out: Vec<Family> = Vec::with_capacity(masks.len());
         for m in masks {
             let keep = |i: u32| {

@@ -430,13 +430,16 @@ fn a_decoding_mode_narrows_before_a_quantisation_or_shape() {
             family(),
         ]
     );
-    // A release narrows after the decoding mode and before the quantisation and shape.
+    // Entries of the pool's release come before any without one, the release alone before the
+    // mode, quantisation and shape of entries fitted on other releases' rows.
     let v = pool(some("plain"), some("0.17.0"), some("fp8"), some("tp4"));
     let order: Vec<String> = v.fallbacks().iter().map(|f| f.to_string()).collect();
     let at = |s: &str| order.iter().position(|x| x.ends_with(s)).unwrap();
-    assert!(at("plain v0.17.0 fp8") < at("plain fp8 tp4"));
-    assert!(at("plain v0.17.0") < at("plain fp8"));
-    assert!(at("Llama-3.1-70B v0.17.0") < at("Llama-3.1-70B fp8"));
+    assert!(at("plain v0.17.0 fp8") < at("plain v0.17.0 tp4"));
+    assert!(at("plain v0.17.0 tp4") < at("Llama-3.1-70B v0.17.0 fp8 tp4"));
+    assert!(at("Llama-3.1-70B v0.17.0") < at("plain fp8 tp4"));
+    assert!(at("plain fp8 tp4") < at("plain fp8"));
+    assert_eq!(order.len(), 16);
     assert_eq!(decoding_label(None), "plain");
     assert_eq!(decoding_label(Some(3)), "mtp3");
 }
