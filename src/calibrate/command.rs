@@ -131,14 +131,16 @@ struct Context<'a> {
 /// Fits the entries narrower than `family` (whose rows are `rows`, held out by its own fit as
 /// `held_out`) into `entries`, level by level: the decoding mode (a pool with multi-token
 /// prediction runs draft passes and accepts tokens in bursts, so AIC's timing of it is off by
-/// other factors than a plain pool's), the weight quantisation (AIC's kernels are off by other
-/// factors for FP8 than for FP4), and the deployment shape. Each level splits an entry of the
-/// one before where its rows have several labels, one entry per label with enough rows (one
-/// label: no entry, it would be its parent's). An entry is kept only where its
+/// other factors than a plain pool's), the release of the serving engine (servers of two
+/// releases timed by the same perf data differ), the weight quantisation (AIC's kernels are off
+/// by other factors for FP8 than for FP4), and the deployment shape. Each level splits an entry
+/// of the one before where its rows have several labels, one entry per label with enough rows
+/// (one label: no entry, it would be its parent's). An entry is kept only where its
 /// cross-validation predicts its rows better than the wider entry's did, unless
 /// `--keep-narrow-entries`; rows whose narrower entry was not kept stay with the wider entry,
-/// which no later level splits. The rows of each entry that applies in the end, with their
-/// held-out predictions by it.
+/// which no later level splits, except at the release level, where they (and rows naming no
+/// release) stay with it open to the later levels. The rows of each entry that applies in the
+/// end, with their held-out predictions by it.
 fn narrow(
     ctx: &Context,
     family: &Family,
