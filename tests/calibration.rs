@@ -1156,6 +1156,24 @@ fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
 /// entry is kept (it predicts its rows better than the family's fit of both), the slow
 /// release's fit is the other's scaled by 1.3, and `validate` gives each row its release's
 /// entry through the `server_version` of its pools.
+/// The 20 B200 vLLM Llama-3.1-70B rows of the test data (10 FP8, 10 NVFP4), header first.
+fn b200_llama_rows() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv"),
+    )
+    .unwrap()
+}
+
+/// The header of `rows` and, for each of its FP8 rows, the lines `each` makes of it.
+fn fp8_rows_as(rows: &str, each: impl Fn(&str) -> String) -> String {
+    let mut lines = rows.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    for line in lines.filter(|l| l.contains(",fp8,agg,")) {
+        csv.push_str(&each(line));
+    }
+    csv
+}
+
 #[test]
 fn each_release_of_the_serving_engine_gets_its_own_entry() {
     if !common::have_aic("each_release_of_the_serving_engine_gets_its_own_entry") {
@@ -1163,16 +1181,11 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let shipped = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv"),
-    )
-    .unwrap();
-    let mut lines = shipped.lines();
-    let mut csv = format!("{}\n", lines.next().unwrap());
-    let mut n = 0;
-    for line in lines.filter(|l| l.contains(",fp8,agg,")) {
+    let shipped = b200_llama_rows();
+    let csv = fp8_rows_as(&shipped, |line| {
         let cells: Vec<&str> = line.split(',').collect();
         let k = cells.len();
+        let mut out = String::new();
         for (release, slower) in [("0.19.0", 1.0), ("0.17.0", 1.3)] {
             let mut row: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
             row[0] = format!("{}_{release}", cells[0]);
@@ -1182,12 +1195,12 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
                 let x: f64 = cells[c].parse().unwrap();
                 row[c] = format!("{}", x * slower);
             }
-            csv.push_str(&row.join(","));
-            csv.push('\n');
+            out.push_str(&row.join(","));
+            out.push('\n');
         }
-        n += 1;
-    }
-    assert_eq!(n, 10);
+        out
+    });
+    assert_eq!(csv.lines().count(), 21);
     let rows = d.join("two_releases.csv");
     std::fs::write(&rows, csv).unwrap();
     let cal = d.join("cal.json");
@@ -1270,4 +1283,38 @@ fn each_release_of_the_serving_engine_gets_its_own_entry() {
     assert_eq!(taken(pool(Some("0.19.0"))), format!("{B200_LLAMA} v0.19.0"));
     assert_eq!(taken(pool(None)), format!("{B200_LLAMA} fp8"));
     assert_eq!(taken(pool(Some("0.18.0"))), format!("{B200_LLAMA} fp8"));
+}
+
+#[test]
+fn repeats_of_a_point_are_held_out_together() {
+    if !common::have_aic("repeats_of_a_point_are_held_out_together") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The 10 FP8 rows, each benchmarked twice (the table holds such repeats, often with the
+    // very same figures): 20 rows, 10 points.
+    let csv = fp8_rows_as(&b200_llama_rows(), |line| {
+        let (id, rest) = line.split_once(',').unwrap();
+        format!("{line}\n{id}_again,{rest}\n")
+    });
+    let rows = d.join("repeats.csv");
+    std::fs::write(&rows, csv).unwrap();
+    // Leave-one-out leaves a point out with its repeat: 10 fits, each checked on 2 rows.
+    let (file, stdout, stderr) = calibrate(d, &rows, &d.join("cal.json"), &["--loo-below", "100"]);
+    assert_eq!(file.families.len(), 1, "{stderr}");
+    let fit = file.families[0].fit.as_ref().unwrap();
+    assert_eq!(fit.rows.len(), 20);
+    let cv = fit.cross_validated.as_ref().unwrap();
+    assert_eq!(
+        (cv.scheme.as_str(), cv.folds, cv.points, cv.errors.n),
+        ("leave-one-out", 10, Some(10), 20)
+    );
+    assert!(
+        stdout.contains(
+            "cross-validated over 10 distinct points: 10 of the 20 rows repeat another row's \
+             point and are held out with it"
+        ),
+        "{stdout}"
+    );
 }

@@ -383,6 +383,24 @@ fn count_simulated(rows: &[usize], baseline: &[PointResult]) -> usize {
         .count()
 }
 
+/// `order` grouped into the units cross-validation holds out together: rows that simulate the
+/// same run (`run_of`: a deployment and workload measured more than once, often with the same
+/// figures) form one unit, placed where its first row is. A fit checked on a repeat of a
+/// point it was fitted on would report an error it will not have on a new point.
+fn units_of(order: &[usize], run_of: impl Fn(usize) -> String) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    let mut unit_of: BTreeMap<String, usize> = BTreeMap::new();
+    for &l in order {
+        let next = units.len();
+        let u = *unit_of.entry(run_of(l)).or_insert(next);
+        if u == next {
+            units.push(Vec::new());
+        }
+        units[u].push(l);
+    }
+    units
+}
+
 /// A held-out prediction of a measured point (its index into the points) by a fit that did not
 /// see it.
 type HeldOut = (usize, Prediction);
@@ -456,6 +474,12 @@ fn calibrate_family(
         };
         key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
     });
+    let units = units_of(&order, |l| {
+        baseline[rows[l]]
+            .recipe
+            .as_ref()
+            .map_or_else(|| points[rows[l]].id.clone(), Recipe::command_line)
+    });
     let scheme = if order.len() < args.loo_below {
         Scheme::LeaveOneOut
     } else {
@@ -465,7 +489,7 @@ fn calibrate_family(
         }
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
-    let cross_validated = cross_validate(&mut memo, &targets, &order, scheme, what);
+    let cross_validated = cross_validate(&mut memo, &targets, &units, scheme, what);
     // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
     // better than the fit without it, or the entry is that fit: the KV pool factor first, then
     // the decode pass overhead against whatever the first check kept.
@@ -477,7 +501,7 @@ fn calibrate_family(
     let held_out = Held {
         targets: &targets,
         all: &all,
-        order: &order,
+        units: &units,
         scheme,
     };
     let kv_pool_check = check_option(Optional::KvPool, &mut outcome, &mut memo, &held_out);
@@ -586,7 +610,7 @@ struct Outcome {
 struct Held<'a> {
     targets: &'a [Target],
     all: &'a [usize],
-    order: &'a [usize],
+    units: &'a [Vec<usize>],
     scheme: Scheme,
 }
 
@@ -610,7 +634,7 @@ fn check_option(
         })?
         .errors;
     let plain = option.left_out_of(outcome.what);
-    let cv0 = cross_validate(memo, held.targets, held.order, held.scheme, plain)?;
+    let cv0 = cross_validate(memo, held.targets, held.units, held.scheme, plain)?;
     let without = cv0.errors;
     let mut kept = with.objective() < without.objective();
     if !kept {
@@ -746,6 +770,16 @@ pub fn render(file: &CalibrationFile) -> String {
                 rows.join(", ")
             ));
         }
+        if let Some(cv) = &fit.cross_validated {
+            let simulated = fit.rows.len() - fit.rows_failed.len();
+            if let Some(points) = cv.points.filter(|&p| p < simulated) {
+                out.push_str(&format!(
+                    "  cross-validated over {points} distinct points: {} of the {simulated} \
+                     rows repeat another row's point and are held out with it\n",
+                    simulated - points
+                ));
+            }
+        }
         for (what, check) in [
             ("KV pool factor", &fit.kv_pool_check),
             ("decode pass overhead", &fit.decode_overhead_check),
@@ -837,4 +871,16 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
         anyhow::bail!("cannot write {}: {e}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::units_of;
+
+    #[test]
+    fn rows_that_simulate_the_same_run_form_one_unit_where_the_first_is() {
+        let runs = ["a", "b", "a", "c", "b", "a"];
+        let units = units_of(&[5, 0, 1, 2, 3, 4], |l| runs[l].to_string());
+        assert_eq!(units, vec![vec![5, 0, 2], vec![1, 4], vec![3]]);
+    }
 }

@@ -862,7 +862,7 @@ pub enum Scheme {
     FitOnOne { folds: usize },
     /// Classic k-fold: each fold's fit uses the other folds and predicts the fold.
     FitOnRest { folds: usize },
-    /// Each row predicted by a fit on all the others.
+    /// Each row predicted by a fit on all the others (but its repeats, held out with it).
     LeaveOneOut,
 }
 
@@ -876,18 +876,21 @@ impl Scheme {
     }
 }
 
-/// Cross-validates the fit over `order` (the family's rows in a deterministic order chosen by
-/// the caller): fold of the row at position i = i mod folds, so every fold spans the order.
-/// `None` when there are too few rows for the scheme (fewer than 2, or than the folds), or when
-/// no held-out row got a prediction.
+/// Cross-validates the fit over `units`: the family's rows in a deterministic order chosen by
+/// the caller, grouped into units of rows that measured the same point (a deployment and
+/// workload benchmarked more than once), which are always held out together, so that no fit
+/// is checked on a measurement of a point it was fitted on. Fold of the unit at position i =
+/// i mod folds, so every fold spans the order; leave-one-out leaves one unit out at a time.
+/// `None` when there are too few units for the scheme (fewer than 2, or than the folds), or
+/// when no held-out row got a prediction.
 pub fn cross_validate(
     memo: &mut Memo,
     targets: &[Target],
-    order: &[usize],
+    units: &[Vec<usize>],
     scheme: Scheme,
     what: Fit,
 ) -> Option<CrossValidation> {
-    let n = order.len();
+    let n = units.len();
     let (folds, fit_on_fold) = match scheme {
         Scheme::FitOnOne { folds } => (folds, true),
         Scheme::FitOnRest { folds } => (folds, false),
@@ -900,11 +903,15 @@ pub fn cross_validate(
     let mut test_preds: Vec<Prediction> = Vec::new();
     let mut fold_corrections = Vec::with_capacity(folds);
     for f in 0..folds {
-        let (inside, outside): (Vec<usize>, Vec<usize>) = order
+        let (inside, outside): (Vec<usize>, Vec<usize>) = units
             .iter()
             .enumerate()
-            .partition::<Vec<(usize, &usize)>, _>(|(i, _)| i % folds == f)
-            .map2(|v| v.into_iter().map(|(_, &r)| r).collect());
+            .partition::<Vec<(usize, &Vec<usize>)>, _>(|(i, _)| i % folds == f)
+            .map2(|v| {
+                v.into_iter()
+                    .flat_map(|(_, unit)| unit.iter().copied())
+                    .collect()
+            });
         let (train, test) = if fit_on_fold {
             (inside, outside)
         } else {
@@ -926,6 +933,7 @@ pub fn cross_validate(
     Some(CrossValidation {
         scheme: scheme.name().to_string(),
         folds,
+        points: Some(n),
         errors,
         fold_corrections,
         held_out: test_rows.into_iter().zip(test_preds).collect(),

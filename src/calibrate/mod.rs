@@ -377,6 +377,11 @@ pub struct CrossValidation {
     /// `folds-fit-on-one`, `folds-fit-on-rest` or `leave-one-out`.
     pub scheme: String,
     pub folds: usize,
+    /// The distinct points the rows measure (rows that simulate the same run, a point
+    /// benchmarked more than once, are one point, always held out together); absent in files
+    /// written before repeats were grouped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<usize>,
     /// Errors over every held-out prediction.
     pub errors: ErrorSummary,
     /// The corrections each fold's fit found, in fold order (how stable the fit is).

@@ -42,6 +42,7 @@ fn sample() -> CalibrationFile {
             cross_validated: Some(CrossValidation {
                 scheme: "leave-one-out".into(),
                 folds: 2,
+                points: Some(2),
                 errors: summary,
                 fold_corrections: vec![Corrections::NONE, Corrections::NONE],
                 held_out: Vec::new(),
@@ -539,4 +540,35 @@ fn rows_left_far_off_after_fitting_are_named_worst_first() {
         text.contains("fitted, still over 50% off (worst first): b (TTFT -64%, TPOT +12%)"),
         "{text}"
     );
+}
+
+#[test]
+fn the_console_says_when_rows_repeat_a_point() {
+    let mut file = sample();
+    assert!(!super::command::render(&file).contains("distinct points"));
+    let fit = file.families[0].fit.as_mut().unwrap();
+    // Three simulated rows measure two points: one row repeats another's.
+    fit.rows = vec!["a".into(), "b".into(), "b2".into(), "c".into()];
+    fit.cross_validated.as_mut().unwrap().points = Some(2);
+    let text = super::command::render(&file);
+    assert!(
+        text.contains(
+            "cross-validated over 2 distinct points: 1 of the 3 rows repeat another row's \
+             point and are held out with it"
+        ),
+        "{text}"
+    );
+    // Files written before repeats were grouped have no count, and read as before.
+    let mut json: serde_json::Value = serde_json::from_str(&file.to_json()).unwrap();
+    let cv = &mut json["families"][0]["fit"]["cross_validated"];
+    assert_eq!(cv["points"], 2);
+    cv.as_object_mut().unwrap().remove("points");
+    let old = CalibrationFile::parse(&json.to_string()).unwrap();
+    let cv = old.families[0]
+        .fit
+        .as_ref()
+        .unwrap()
+        .cross_validated
+        .as_ref();
+    assert_eq!(cv.unwrap().points, None);
 }

@@ -167,20 +167,23 @@ fn best_scale_minimises_the_objective() {
     }
 }
 
+/// The cross-validation of a fit of the scales alone, which must give a figure.
+fn scales_cv(
+    memo: &mut Memo,
+    targets: &[Target],
+    units: &[Vec<usize>],
+    scheme: Scheme,
+) -> CrossValidation {
+    cross_validate(memo, targets, units, scheme, Fit::SCALES).unwrap()
+}
+
 #[test]
 fn the_memo_simulates_each_point_once() {
     let mut toy = Toy::new(9);
     let targets = toy.targets(Corrections::NONE);
-    let order: Vec<usize> = (0..9).collect();
+    let units: Vec<Vec<usize>> = (0..9).map(|r| vec![r]).collect();
     let mut memo = Memo::new(&mut toy);
-    let cv = cross_validate(
-        &mut memo,
-        &targets,
-        &order,
-        Scheme::FitOnOne { folds: 3 },
-        Fit::SCALES,
-    )
-    .unwrap();
+    let cv = scales_cv(&mut memo, &targets, &units, Scheme::FitOnOne { folds: 3 });
     let sims = memo.simulations;
     drop(memo);
     // Every fold shares the coarse grid: far fewer simulations than folds × grid × rows.
@@ -208,29 +211,55 @@ fn cross_validation_sees_errors_a_fit_on_all_rows_hides() {
     for t in targets.iter_mut().take(6) {
         t.ttft_ms *= 1.3;
     }
-    let order: Vec<usize> = (0..12).collect();
+    let units: Vec<Vec<usize>> = (0..12).map(|r| vec![r]).collect();
     let mut memo = Memo::new(&mut toy);
-    let loo = cross_validate(
-        &mut memo,
-        &targets,
-        &order,
-        Scheme::LeaveOneOut,
-        Fit::SCALES,
-    )
-    .unwrap();
+    let loo = scales_cv(&mut memo, &targets, &units, Scheme::LeaveOneOut);
     assert_eq!(loo.folds, 12);
     assert_eq!(loo.errors.n, 12);
     assert!(loo.errors.ttft_mean_abs_pct > 5.0, "{loo:?}");
-    let rest = cross_validate(
-        &mut memo,
-        &targets,
-        &order,
-        Scheme::FitOnRest { folds: 3 },
-        Fit::SCALES,
-    )
-    .unwrap();
+    let rest = scales_cv(&mut memo, &targets, &units, Scheme::FitOnRest { folds: 3 });
     assert_eq!(rest.errors.n, 12);
     assert_eq!(rest.scheme, "folds-fit-on-rest");
+}
+
+#[test]
+fn repeats_of_a_point_are_held_out_together() {
+    // Three points, each measured twice with the same figures; each point's servers ran at
+    // their own prefill speed (ratios on the search's lattice). Each fold's fit sees one point's
+    // two rows and finds its speed exactly; dealt row by row, a fold would have mixed two points
+    // and checked each point's rows on a fit that saw their repeats.
+    let ratios: [f64; 3] = [0.375, 0.125, -0.25];
+    let mut sim = |rows: &[usize], c: Corrections| -> Vec<Prediction> {
+        rows.iter()
+            .map(|_| Ok((100.0 * c.prefill_scale, 10.0 * c.decode_scale)))
+            .collect()
+    };
+    let targets: Vec<Target> = (0..6)
+        .map(|r| Target {
+            ttft_ms: 100.0 * 0.9 * ratios[r / 2].exp2(),
+            tpot_ms: 9.0,
+        })
+        .collect();
+    let units: Vec<Vec<usize>> = (0..3).map(|u| vec![2 * u, 2 * u + 1]).collect();
+    let mut memo = Memo::new(&mut sim);
+    let cv = scales_cv(&mut memo, &targets, &units, Scheme::FitOnOne { folds: 3 });
+    assert_eq!(cv.fold_corrections.len(), 3);
+    for (f, c) in cv.fold_corrections.iter().enumerate() {
+        let want = 0.9 * ratios[f].exp2();
+        assert!(close(c.prefill_scale, want, 1e-9), "fold {f}: {c:?}");
+    }
+    // Each row is checked by the two folds that did not see its point, and never by its own.
+    assert_eq!(cv.errors.n, 12);
+    for (row, p) in &cv.held_out {
+        let (ttft, _) = p.as_ref().unwrap();
+        assert!(
+            (ttft / targets[*row].ttft_ms - 1.0).abs() > 0.1,
+            "row {row} predicted {ttft} by a fit that saw its repeat"
+        );
+    }
+    // Leave-one-out leaves a point out with its repeat: three fits, not six.
+    let loo = scales_cv(&mut memo, &targets, &units, Scheme::LeaveOneOut);
+    assert_eq!((loo.folds, loo.errors.n), (3, 6));
 }
 
 #[test]
@@ -260,11 +289,18 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
     assert!(close(f.corrections.prefill_scale, prefill, 1e-9), "{f:?}");
     assert!(close(f.corrections.decode_scale, 0.9, 1e-9), "{f:?}");
     assert!(fit(&mut memo, &targets, &[1], Fit::SCALES).is_none());
-    assert!(cross_validate(&mut memo, &targets, &[0], Scheme::LeaveOneOut, Fit::SCALES).is_none());
     assert!(cross_validate(
         &mut memo,
         &targets,
-        &[0, 2],
+        &[vec![0]],
+        Scheme::LeaveOneOut,
+        Fit::SCALES
+    )
+    .is_none());
+    assert!(cross_validate(
+        &mut memo,
+        &targets,
+        &[vec![0], vec![2]],
         Scheme::FitOnOne { folds: 3 },
         Fit::SCALES
     )
@@ -274,7 +310,7 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
     assert!(cross_validate(
         &mut memo,
         &targets,
-        &[0, 1],
+        &[vec![0], vec![1]],
         Scheme::FitOnOne { folds: 2 },
         Fit::SCALES
     )
