@@ -79,14 +79,16 @@ pub struct CalibrateArgs {
     /// The calibration file to write (JSON).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
-    /// Cross-validation folds (rows assigned round-robin in a fixed order); families with fewer
-    /// rows than --loo-below are cross-validated leave-one-out instead.
+    /// Cross-validation folds (points assigned round-robin in a fixed order, the repeats of a
+    /// point always together); families with fewer rows than --loo-below are cross-validated
+    /// leave-one-out instead.
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub folds: usize,
     /// Which side of each fold the fit sees.
     #[arg(long, value_enum, default_value = "one")]
     pub fit_on: FitOn,
-    /// Families with fewer rows are cross-validated leave-one-out.
+    /// Families with fewer rows are cross-validated leave-one-out (a point left out with its
+    /// repeats).
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub loo_below: usize,
     /// Leave the measured point with this id out of the fit (repeatable), e.g. one that the
