@@ -771,7 +771,7 @@ pub fn render(file: &CalibrationFile) -> String {
             ));
         }
         if let Some(cv) = &fit.cross_validated {
-            let simulated = fit.rows.len() - fit.rows_failed.len();
+            let simulated = fit.rows.len().saturating_sub(fit.rows_failed.len());
             if let Some(points) = cv.points.filter(|&p| p < simulated) {
                 out.push_str(&format!(
                     "  cross-validated over {points} distinct points: {} of the {simulated} \
