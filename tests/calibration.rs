@@ -686,8 +686,7 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 20 measured B200 vLLM Llama-3.1-70B rows at TP 8: 10 with FP8 weights, 10 with NVFP4.
-    let rows =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv");
+    let rows = b200_llama_csv();
     // Every entry kept, even one that predicts its rows no better than the family's.
     let keep = "--keep-narrow-entries";
     let cal = d.join("cal.json");
@@ -1150,18 +1149,14 @@ fn fit_rows_all(file: &CalibrationFile, mode: &str, needle: &str) -> bool {
         .is_some_and(|fit| fit.rows.iter().all(|id| id.contains(needle)))
 }
 
-/// Rows of one family measured on two releases of the serving engine get an entry per release:
-/// the 10 B200 vLLM Llama-3.1-70B FP8 rows at TP 8 as measured (vLLM "0.19.0"), and the same
-/// rows as a release whose servers took 30 % longer for everything ("0.17.0"). Each release's
-/// entry is kept (it predicts its rows better than the family's fit of both), the slow
-/// release's fit is the other's scaled by 1.3, and `validate` gives each row its release's
-/// entry through the `server_version` of its pools.
-/// The 20 B200 vLLM Llama-3.1-70B rows of the test data (10 FP8, 10 NVFP4), header first.
+/// The 20 B200 vLLM Llama-3.1-70B rows of the test data (10 FP8, 10 NVFP4 at TP 8), as a file.
+fn b200_llama_csv() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv")
+}
+
+/// The same rows' text, header first.
 fn b200_llama_rows() -> String {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/validate/b200_llama_fp8_nvfp4.csv"),
-    )
-    .unwrap()
+    std::fs::read_to_string(b200_llama_csv()).unwrap()
 }
 
 /// The header of `rows` and, for each of its FP8 rows, the lines `each` makes of it.
@@ -1174,6 +1169,12 @@ fn fp8_rows_as(rows: &str, each: impl Fn(&str) -> String) -> String {
     csv
 }
 
+/// Rows of one family measured on two releases of the serving engine get an entry per release:
+/// the 10 B200 vLLM Llama-3.1-70B FP8 rows at TP 8 as measured (vLLM "0.19.0"), and the same
+/// rows as a release whose servers took 30 % longer for everything ("0.17.0"). Each release's
+/// entry is kept (it predicts its rows better than the family's fit of both), the slow
+/// release's fit is the other's scaled by 1.3, and `validate` gives each row its release's
+/// entry through the `server_version` of its pools.
 #[test]
 fn each_release_of_the_serving_engine_gets_its_own_entry() {
     if !common::have_aic("each_release_of_the_serving_engine_gets_its_own_entry") {

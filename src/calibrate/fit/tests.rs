@@ -289,32 +289,20 @@ fn failed_rows_are_left_out_and_too_few_rows_give_no_cross_validation() {
     assert!(close(f.corrections.prefill_scale, prefill, 1e-9), "{f:?}");
     assert!(close(f.corrections.decode_scale, 0.9, 1e-9), "{f:?}");
     assert!(fit(&mut memo, &targets, &[1], Fit::SCALES).is_none());
-    assert!(cross_validate(
-        &mut memo,
-        &targets,
-        &[vec![0]],
-        Scheme::LeaveOneOut,
-        Fit::SCALES
-    )
-    .is_none());
-    assert!(cross_validate(
-        &mut memo,
-        &targets,
+    let mut no_figure = |units: &[Vec<usize>], scheme| {
+        cross_validate(&mut memo, &targets, units, scheme, Fit::SCALES).is_none()
+    };
+    assert!(no_figure(&[vec![0]], Scheme::LeaveOneOut));
+    assert!(no_figure(
         &[vec![0], vec![2]],
-        Scheme::FitOnOne { folds: 3 },
-        Fit::SCALES
-    )
-    .is_none());
+        Scheme::FitOnOne { folds: 3 }
+    ));
     // Folds whose held-out rows all fail give no figure at all, never a 0 % error: rows 0 and
     // 1, fit on one fold each, hold out the failing row 1 or leave no row to fit.
-    assert!(cross_validate(
-        &mut memo,
-        &targets,
+    assert!(no_figure(
         &[vec![0], vec![1]],
-        Scheme::FitOnOne { folds: 2 },
-        Fit::SCALES
-    )
-    .is_none());
+        Scheme::FitOnOne { folds: 2 }
+    ));
     let preds = memo.predict(&[0, 1, 2], Corrections::NONE);
     let s = summarize(&targets, &[0, 1, 2], &preds);
     assert_eq!(s.n, 2);
