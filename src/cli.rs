@@ -99,10 +99,17 @@ pub struct CalibrateArgs {
     /// the engine, in every TTFT).
     #[arg(long)]
     pub no_request_overhead: bool,
-    /// Also fit a per-prefill-pass overhead (prefill_pass_overhead_ms: ms added to every engine
-    /// pass that computes prompt tokens); 1.1 to 1.5 times the simulations (each ratio tried
-    /// runs once more with 1 ms of it, and every overhead on its lattice follows from the two).
-    #[arg(long)]
+    /// Do not fit the per-prefill-pass overhead. By default the fit also adjusts one
+    /// (prefill_pass_overhead_ms: ms added to every engine pass that computes prompt tokens, so
+    /// a prompt's fixed cost also stalls the requests decoding beside it) and keeps it only where
+    /// it cross-validates better than the fit without one; that costs 1.1 to 1.5 times the
+    /// simulations (each ratio tried runs once more with 1 ms of it, and every overhead on its
+    /// lattice follows from the two), and a fit without it to compare.
+    #[arg(long, overrides_with = "fit_pass_overhead")]
+    pub no_fit_pass_overhead: bool,
+    /// Fit the per-prefill-pass overhead (the default since 2026-12-05; accepted so that older
+    /// commands keep working, and to undo an earlier --no-fit-pass-overhead).
+    #[arg(long, hide = true, overrides_with = "no_fit_pass_overhead")]
     pub fit_pass_overhead: bool,
     /// Do not fit the per-decode-pass overhead. By default the fit also adjusts one
     /// (decode_pass_overhead_ms: ms, possibly negative, added to every engine pass that decodes,
@@ -170,6 +177,12 @@ impl CalibrateArgs {
     /// --no-per-parallelism is the last of the two flags given.
     pub fn fits_per_parallelism(&self) -> bool {
         !self.no_per_parallelism
+    }
+
+    /// Whether the fit adjusts a per-prefill-pass overhead: yes unless --no-fit-pass-overhead
+    /// is the last of the two flags given.
+    pub fn fits_pass_overhead(&self) -> bool {
+        !self.no_fit_pass_overhead
     }
 
     /// Whether the fit adjusts a per-decode-pass overhead: yes unless --no-fit-decode-overhead
@@ -1079,16 +1092,31 @@ mod tests {
     }
 
     #[test]
-    fn the_decode_pass_overhead_is_fitted_unless_the_last_flag_says_not() {
-        let fits = |extra: &[&str]| calibrate_args(extra).fits_decode_overhead();
-        assert!(fits(&[]));
-        assert!(fits(&["--fit-decode-overhead"]));
-        assert!(!fits(&["--no-fit-decode-overhead"]));
-        assert!(!fits(&[
-            "--fit-decode-overhead",
-            "--no-fit-decode-overhead"
-        ]));
-        assert!(fits(&["--no-fit-decode-overhead", "--fit-decode-overhead"]));
+    fn the_pass_overheads_are_fitted_unless_the_last_flag_says_not() {
+        type Fits = fn(&CalibrateArgs) -> bool;
+        let overheads: [(&str, &str, Fits); 2] = [
+            (
+                "--fit-decode-overhead",
+                "--no-fit-decode-overhead",
+                CalibrateArgs::fits_decode_overhead,
+            ),
+            (
+                "--fit-pass-overhead",
+                "--no-fit-pass-overhead",
+                CalibrateArgs::fits_pass_overhead,
+            ),
+        ];
+        for (yes, no, fits) in overheads {
+            let fits = |extra: &[&str]| fits(&calibrate_args(extra));
+            assert!(fits(&[]), "{yes}");
+            assert!(fits(&[yes]));
+            assert!(!fits(&[no]));
+            assert!(!fits(&[yes, no]));
+            assert!(fits(&[no, yes]));
+        }
+        // Each flag leaves the other overhead fitted.
+        assert!(calibrate_args(&["--no-fit-pass-overhead"]).fits_decode_overhead());
+        assert!(calibrate_args(&["--no-fit-decode-overhead"]).fits_pass_overhead());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 mod common;
 
 use assert_cmd::Command;
-use dynosim::calibrate::{CalibrationFile, ErrorSummary, Family, FamilyCalibration};
+use dynosim::calibrate::{
+    CalibrationFile, ErrorSummary, Family, FamilyCalibration, FitRecord, OptionCheck,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -427,6 +429,35 @@ fn a_sweep_takes_the_spec_key_and_the_flag() {
     }
 }
 
+/// Whether an entry's checks of its optional corrections chain: in some order, each started
+/// from what the one before it kept, and the last kept the entry's cross-validated figures.
+fn checks_chain(fit: &FitRecord) -> bool {
+    let checks: Vec<OptionCheck> = [
+        fit.kv_pool_check,
+        fit.pass_overhead_check,
+        fit.decode_overhead_check,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let end = fit.cross_validated.as_ref().map(|c| c.errors);
+    end.is_some_and(|end| chain_from(&checks, None, end))
+}
+
+/// Whether `checks` can follow one another from `last` (any start where `None`) to `end`.
+fn chain_from(checks: &[OptionCheck], last: Option<ErrorSummary>, end: ErrorSummary) -> bool {
+    if checks.is_empty() {
+        return last.is_none_or(|l| l == end);
+    }
+    (0..checks.len()).any(|i| {
+        let c = checks[i];
+        let kept = if c.kept { c.with } else { c.without };
+        let mut rest = checks.to_vec();
+        rest.remove(i);
+        last.is_none_or(|l| l == c.with) && chain_from(&rest, Some(kept), end)
+    })
+}
+
 /// The three H200 vLLM Llama-3.1-70B rows of the validate fixture (plus an H100 row and a
 /// DeepSeek-R1 row) at 2 prompts per unit of concurrency: `dynosim calibrate` fits one family
 /// (leave-one-out: 3 rows), and `dynosim validate --calibration` uses the file.
@@ -470,6 +501,33 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
         ("leave-one-out", 3, 3)
     );
     assert!(fit.simulations > 0);
+    // The prefill pass overhead is fitted by default and kept only where it cross-validates
+    // better; the entry's figures are then those of the side kept.
+    assert!(file.options["fit"]
+        .as_str()
+        .unwrap()
+        .contains("prefill pass overhead"));
+    assert!(checks_chain(fit), "{fit:?}");
+    match fit.pass_overhead_check {
+        Some(check) => {
+            assert_eq!(
+                check.kept,
+                objective(&check.with) < objective(&check.without),
+                "{check:?}"
+            );
+            if !check.kept {
+                assert_eq!(f.prefill_pass_overhead_ms, 0.0, "{f:?}");
+            }
+        }
+        // Never fitted other than 0, on all the rows or in any fold.
+        None => {
+            assert_eq!(f.prefill_pass_overhead_ms, 0.0, "{f:?}");
+            assert!(cv
+                .fold_corrections
+                .iter()
+                .all(|c| c.prefill_pass_overhead_ms == 0.0));
+        }
+    }
 
     // validate with the file: the H200 rows calibrated, the H100 row said to be absent.
     let out_dir = d.join("v");
@@ -508,7 +566,11 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
         }
         let e: serde_json::Value = serde_json::from_str(&rec[args]).unwrap();
         if &rec[sys] == "h200_sxm" {
-            assert_eq!(e["prefill_pass_overhead_ms"], 0.0, "{e}");
+            // The fitted prefill pass overhead alone (0 where the fit kept none).
+            assert_eq!(
+                e["prefill_pass_overhead_ms"], f.prefill_pass_overhead_ms,
+                "{e}"
+            );
             abs_ttft.push(rec[ttft].parse::<f64>().unwrap().abs());
         } else {
             assert_eq!(e["prefill_pass_overhead_ms"], 64.0, "{e}");
@@ -713,6 +775,11 @@ fn each_quantisation_of_a_family_gets_its_own_entry() {
         file.families[1].corrections(),
         file.families[2].corrections()
     );
+    // Every entry's checks of its optional corrections (the pass overheads, fitted by default)
+    // lead to its figures.
+    for f in &file.families {
+        assert!(checks_chain(f.fit.as_ref().unwrap()), "{f:?}");
+    }
     assert!(
         stdout.contains("meta-llama/Meta-Llama-3.1-70B nvfp4 "),
         "{stdout}"
@@ -984,11 +1051,16 @@ fn a_decode_overhead_that_does_not_cross_validate_better_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let rows = shipped_rows(d, "h100.csv", |l| l.contains("h100_sxm"), 45);
-    // The family's entry alone: its three shapes would each get one of their own.
-    let one = "--no-per-parallelism";
-    let (plain, _, _, _) =
-        calibrate_as_shipped(d, &rows, "plain.json", &["--no-fit-decode-overhead", one]);
-    let (checked, _, stdout, _) = calibrate_as_shipped(d, &rows, "decode.json", &[one]);
+    // The family's entry alone: its three shapes would each get one of their own. The prefill
+    // pass overhead is left out of both, so that the check compares the decode overhead alone.
+    let one = ["--no-per-parallelism", "--no-fit-pass-overhead"];
+    let (plain, _, _, _) = calibrate_as_shipped(
+        d,
+        &rows,
+        "plain.json",
+        &["--no-fit-decode-overhead", one[0], one[1]],
+    );
+    let (checked, _, stdout, _) = calibrate_as_shipped(d, &rows, "decode.json", &one);
     let (p, c) = (&plain.families[0], &checked.families[0]);
     let (pf, cf) = (p.fit.as_ref().unwrap(), c.fit.as_ref().unwrap());
     assert!(pf.decode_overhead_check.is_none());

@@ -451,7 +451,7 @@ fn calibrate_family(
     let uncalibrated = summarize(&targets, &all, &memo.predict(&all, Corrections::NONE));
     let what = Fit {
         request_overhead: !args.no_request_overhead,
-        pass_overhead: args.fit_pass_overhead,
+        pass_overhead: args.fits_pass_overhead(),
         decode_overhead: args.fits_decode_overhead(),
         kv_pool: args.fit_kv_pool,
     };
@@ -492,7 +492,8 @@ fn calibrate_family(
     let cross_validated = cross_validate(&mut memo, &targets, &units, scheme, what);
     // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
     // better than the fit without it, or the entry is that fit: the KV pool factor first, then
-    // the decode pass overhead against whatever the first check kept.
+    // the prefill pass overhead and the decode pass overhead, each against whatever the checks
+    // before it kept.
     let mut outcome = Outcome {
         what,
         fitted,
@@ -504,9 +505,31 @@ fn calibrate_family(
         units: &units,
         scheme,
     };
-    let kv_pool_check = check_option(Optional::KvPool, &mut outcome, &mut memo, &held_out);
-    let decode_overhead_check =
-        check_option(Optional::DecodeOverhead, &mut outcome, &mut memo, &held_out);
+    // Each check runs against what the checks before it kept. One that drops its correction
+    // refits without it, and there the corrections still fitted may come out otherwise (one
+    // that had nothing to check may find a value, one kept beside the correction dropped may
+    // no longer pay): so after a round that drops one, every correction still fitted is checked
+    // again, until a round drops none. Each correction an entry keeps was checked in its final
+    // fit, and the record is each correction's last check.
+    let options = [
+        Optional::KvPool,
+        Optional::PassOverhead,
+        Optional::DecodeOverhead,
+    ];
+    let mut checks: [Option<OptionCheck>; 3] = [None; 3];
+    loop {
+        let mut dropped = false;
+        for (&option, check) in options.iter().zip(checks.iter_mut()) {
+            if option.fitted_in(outcome.what) {
+                *check = check_option(option, &mut outcome, &mut memo, &held_out);
+                dropped |= check.is_some_and(|c| !c.kept);
+            }
+        }
+        if !dropped {
+            break;
+        }
+    }
+    let [kv_pool_check, pass_overhead_check, decode_overhead_check] = checks;
     let Outcome {
         fitted,
         cross_validated,
@@ -550,6 +573,7 @@ fn calibrate_family(
         simulations: memo.simulations,
         unmatched_rows,
         kv_pool_check,
+        pass_overhead_check,
         decode_overhead_check,
         wider_held_out,
         as_applied: None,
@@ -565,7 +589,11 @@ fn calibrate_family(
 enum Optional {
     /// `--fit-kv-pool`: a factor on the KV pool's block count.
     KvPool,
-    /// `--fit-decode-overhead`: ms added to every pass that decodes.
+    /// The prefill pass overhead (unless `--no-fit-pass-overhead`): ms added to every pass that
+    /// computes prompt tokens.
+    PassOverhead,
+    /// The decode pass overhead (unless `--no-fit-decode-overhead`): ms added to every pass
+    /// that decodes.
     DecodeOverhead,
 }
 
@@ -573,6 +601,7 @@ impl Optional {
     fn fitted_in(self, what: Fit) -> bool {
         match self {
             Optional::KvPool => what.kv_pool,
+            Optional::PassOverhead => what.pass_overhead,
             Optional::DecodeOverhead => what.decode_overhead,
         }
     }
@@ -581,6 +610,10 @@ impl Optional {
         match self {
             Optional::KvPool => Fit {
                 kv_pool: false,
+                ..what
+            },
+            Optional::PassOverhead => Fit {
+                pass_overhead: false,
                 ..what
             },
             Optional::DecodeOverhead => Fit {
@@ -594,6 +627,7 @@ impl Optional {
     fn moved(self, c: &Corrections) -> bool {
         match self {
             Optional::KvPool => !crate::config::is_unit(&c.kv_pool_scale),
+            Optional::PassOverhead => c.prefill_pass_overhead_ms != 0.0,
             Optional::DecodeOverhead => c.decode_pass_overhead_ms != 0.0,
         }
     }
@@ -695,7 +729,7 @@ fn fit_name(args: &CalibrateArgs) -> String {
     if !args.no_request_overhead {
         parts.push("request overhead");
     }
-    if args.fit_pass_overhead {
+    if args.fits_pass_overhead() {
         parts.push("prefill pass overhead");
     }
     if args.fits_decode_overhead() {
@@ -782,6 +816,7 @@ pub fn render(file: &CalibrationFile) -> String {
         }
         for (what, check) in [
             ("KV pool factor", &fit.kv_pool_check),
+            ("prefill pass overhead", &fit.pass_overhead_check),
             ("decode pass overhead", &fit.decode_overhead_check),
         ] {
             if let Some(k) = check {

@@ -330,6 +330,11 @@ pub struct FitRecord {
     /// entry keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_pool_check: Option<OptionCheck>,
+    /// Unless `--no-fit-pass-overhead`, where a prefill pass overhead other than 0 was fitted
+    /// (on all the rows or in a fold): the cross-validated errors with and without it, and
+    /// which one the entry keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_overhead_check: Option<OptionCheck>,
     /// Unless `--no-fit-decode-overhead`, where a decode pass overhead other than 0 was fitted
     /// (on all the rows or in a fold): the cross-validated errors with and without it, and
     /// which one the entry keeps.
@@ -349,7 +354,7 @@ pub struct FitRecord {
     pub as_applied: Option<ErrorSummary>,
 }
 
-/// An optional correction (a KV pool factor, a decode pass overhead) against the fit without
+/// An optional correction (a KV pool factor, a prefill or decode pass overhead) against the fit without
 /// it, both cross-validated the same way. The correction is kept only when its held-out
 /// objective (mean |TTFT error| + mean |TPOT error|) is lower: one more free value fitted on a
 /// third of a family can follow that third's noise (a KV pool factor places a queueing

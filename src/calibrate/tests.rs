@@ -58,6 +58,14 @@ fn sample() -> CalibrationFile {
                 with: summary,
                 without: summary,
             }),
+            pass_overhead_check: Some(super::OptionCheck {
+                kept: false,
+                with: ErrorSummary {
+                    ttft_mean_abs_pct: 30.5,
+                    ..summary
+                },
+                without: summary,
+            }),
             decode_overhead_check: Some(super::OptionCheck {
                 kept: true,
                 with: summary,
@@ -88,6 +96,15 @@ fn the_file_round_trips() {
     assert_eq!(back, f);
     assert!(text.contains("\"wider_held_out\""), "{text}");
     assert!(text.contains("\"as_applied\""), "{text}");
+    assert!(text.contains("\"pass_overhead_check\""), "{text}");
+    // Files written before the prefill pass overhead was checked have no such record.
+    let mut g = sample();
+    if let Some(fit) = g.families[0].fit.as_mut() {
+        fit.pass_overhead_check = None;
+    }
+    let text = g.to_json();
+    assert!(!text.contains("pass_overhead_check"), "{text}");
+    assert_eq!(CalibrationFile::parse(&text).unwrap(), g);
     // A hand-written entry needs no provenance.
     let hand = r#"{"format": "dynosim-calibration", "version": 1, "families": [
         {"system": "s", "backend": "vllm", "model": "m", "prefill_scale": 2, "decode_scale": 0.5}]}"#;
