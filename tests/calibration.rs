@@ -6,9 +6,8 @@
 mod common;
 
 use assert_cmd::Command;
-use dynosim::calibrate::{
-    CalibrationFile, ErrorSummary, Family, FamilyCalibration, FitRecord, OptionCheck,
-};
+use common::checks_chain;
+use dynosim::calibrate::{CalibrationFile, ErrorSummary, Family, FamilyCalibration};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -427,35 +426,6 @@ fn a_sweep_takes_the_spec_key_and_the_flag() {
         let ratio = metric(&b["report"], "mean_ttft_ms") / metric(&a["report"], "mean_ttft_ms");
         assert!((ratio - 2.0).abs() < 1e-9, "x{ratio}: {a} {b}");
     }
-}
-
-/// Whether an entry's checks of its optional corrections chain: in some order, each started
-/// from what the one before it kept, and the last kept the entry's cross-validated figures.
-fn checks_chain(fit: &FitRecord) -> bool {
-    let checks: Vec<OptionCheck> = [
-        fit.kv_pool_check,
-        fit.pass_overhead_check,
-        fit.decode_overhead_check,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let end = fit.cross_validated.as_ref().map(|c| c.errors);
-    end.is_some_and(|end| chain_from(&checks, None, end))
-}
-
-/// Whether `checks` can follow one another from `last` (any start where `None`) to `end`.
-fn chain_from(checks: &[OptionCheck], last: Option<ErrorSummary>, end: ErrorSummary) -> bool {
-    if checks.is_empty() {
-        return last.is_none_or(|l| l == end);
-    }
-    (0..checks.len()).any(|i| {
-        let c = checks[i];
-        let kept = if c.kept { c.with } else { c.without };
-        let mut rest = checks.to_vec();
-        rest.remove(i);
-        last.is_none_or(|l| l == c.with) && chain_from(&rest, Some(kept), end)
-    })
 }
 
 /// The three H200 vLLM Llama-3.1-70B rows of the validate fixture (plus an H100 row and a

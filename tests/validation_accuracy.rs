@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::checks_chain;
+use dynosim::calibrate::FitRecord;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -182,40 +184,11 @@ fn the_shipped_rows_stay_as_close_as_recorded() {
             .unwrap_or_else(|| panic!("no H100 entry {parallelism}"))
             .clone()
     };
-    // The checks ran in some order, each from what the one before kept (a check that drops its
-    // correction has the others checked again in the fit without it, and the file keeps each
-    // correction's last check); the entry's figures are what the last one kept.
-    fn chains(
-        checks: &[serde_json::Value],
-        last: Option<&serde_json::Value>,
-        end: &serde_json::Value,
-    ) -> bool {
-        if checks.is_empty() {
-            return last.is_none_or(|l| l == end);
-        }
-        (0..checks.len()).any(|i| {
-            let mut rest = checks.to_vec();
-            let c = rest.remove(i);
-            let kept = if c["kept"] == true {
-                &c["with"]
-            } else {
-                &c["without"]
-            };
-            last.is_none_or(|l| c["with"] == *l) && chains(&rest, Some(kept), end)
-        })
-    }
+    // The checks ran in some order, each from what the one before kept; the entry's figures
+    // are what the last one kept.
     let follows_the_checks = |f: &serde_json::Value| {
-        let checks: Vec<serde_json::Value> = [
-            "kv_pool_check",
-            "pass_overhead_check",
-            "decode_overhead_check",
-        ]
-        .iter()
-        .map(|key| f["fit"][*key].clone())
-        .filter(|c| !c.is_null())
-        .collect();
-        let end = &f["fit"]["cross_validated"]["errors"];
-        assert!(chains(&checks, None, end), "{f}");
+        let fit: FitRecord = serde_json::from_value(f["fit"].clone()).unwrap();
+        assert!(checks_chain(&fit), "{f}");
     };
     let tp2 = h100(serde_json::json!("tp2"));
     assert_eq!(tp2["kv_pool_scale"], 0.5, "{tp2}");

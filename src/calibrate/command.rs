@@ -490,10 +490,6 @@ fn calibrate_family(
     };
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let cross_validated = cross_validate(&mut memo, &targets, &units, scheme, what);
-    // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
-    // better than the fit without it, or the entry is that fit: the KV pool factor first, then
-    // the prefill pass overhead and the decode pass overhead, each against whatever the checks
-    // before it kept.
     let mut outcome = Outcome {
         what,
         fitted,
@@ -505,28 +501,32 @@ fn calibrate_family(
         units: &units,
         scheme,
     };
-    // Each check runs against what the checks before it kept. One that drops its correction
-    // refits without it, and there the corrections still fitted may come out otherwise (one
-    // that had nothing to check may find a value, one kept beside the correction dropped may
-    // no longer pay): so after a round that drops one, every correction still fitted is checked
-    // again, until a round drops none. Each correction an entry keeps was checked in its final
-    // fit, and the record is each correction's last check.
+    // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
+    // better than the fit without it, or the entry is that fit: the KV pool factor first, then
+    // the prefill pass overhead and the decode pass overhead, each against whatever the checks
+    // before it kept. One that drops its correction refits without it, and there the
+    // corrections still fitted may come out otherwise (one that had nothing to check may find a
+    // value, one kept beside the correction dropped may no longer pay): each of them is due to
+    // be checked again, in the same order round by round, until none is due. Each correction an
+    // entry keeps was checked in its final fit, and the record is each correction's last check.
     let options = [
         Optional::KvPool,
         Optional::PassOverhead,
         Optional::DecodeOverhead,
     ];
     let mut checks: [Option<OptionCheck>; 3] = [None; 3];
-    loop {
-        let mut dropped = false;
-        for (&option, check) in options.iter().zip(checks.iter_mut()) {
-            if option.fitted_in(outcome.what) {
-                *check = check_option(option, &mut outcome, &mut memo, &held_out);
-                dropped |= check.is_some_and(|c| !c.kept);
+    let mut due = [true; 3];
+    while (0..options.len()).any(|i| due[i] && options[i].fitted_in(outcome.what)) {
+        for i in 0..options.len() {
+            if !(due[i] && options[i].fitted_in(outcome.what)) {
+                continue;
             }
-        }
-        if !dropped {
-            break;
+            due[i] = false;
+            checks[i] = check_option(options[i], &mut outcome, &mut memo, &held_out);
+            if checks[i].is_some_and(|c| !c.kept) {
+                // The fit changed: every other correction is due again.
+                due = std::array::from_fn(|j| j != i);
+            }
         }
     }
     let [kv_pool_check, pass_overhead_check, decode_overhead_check] = checks;

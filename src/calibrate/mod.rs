@@ -354,8 +354,8 @@ pub struct FitRecord {
     pub as_applied: Option<ErrorSummary>,
 }
 
-/// An optional correction (a KV pool factor, a prefill or decode pass overhead) against the fit without
-/// it, both cross-validated the same way. The correction is kept only when its held-out
+/// An optional correction (a KV pool factor, a prefill or decode pass overhead) against the fit
+/// without it, both cross-validated the same way. The correction is kept only when its held-out
 /// objective (mean |TTFT error| + mean |TPOT error|) is lower: one more free value fitted on a
 /// third of a family can follow that third's noise (a KV pool factor places a queueing
 /// threshold from a few points; a decode overhead traded against the decode scale on rows of

@@ -1,9 +1,10 @@
 //! Helpers shared by integration tests (each test crate includes this with `mod common;` and
-//! calls the ones it needs): whether AIConfigurator's Python package is there, and the report
-//! of a `dynosim run`.
+//! calls the ones it needs): whether AIConfigurator's Python package is there, the report of a
+//! `dynosim run`, and whether a calibrated entry's checks lead to its figures.
 // Every test crate uses a subset of these helpers.
 #![allow(dead_code)]
 
+use dynosim::calibrate::{ErrorSummary, FitRecord, OptionCheck};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -90,4 +91,35 @@ pub fn run_160_requests(engine_args: &str, concurrency: u32, extra: &[&str]) -> 
         .output()
         .unwrap();
     simulated_only(report_of(&out, &dir.path().join("r.json")).0)
+}
+
+/// Whether an entry's checks of its optional corrections chain: in some order, each started
+/// from what the one before it kept, and the last kept the entry's cross-validated figures (a
+/// check that drops its correction has the others checked again in the fit without it, and the
+/// file keeps each correction's last check).
+pub fn checks_chain(fit: &FitRecord) -> bool {
+    let checks: Vec<OptionCheck> = [
+        fit.kv_pool_check,
+        fit.pass_overhead_check,
+        fit.decode_overhead_check,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let end = fit.cross_validated.as_ref().map(|c| c.errors);
+    end.is_some_and(|end| chain_from(&checks, None, end))
+}
+
+/// Whether `checks` can follow one another from `last` (any start where `None`) to `end`.
+fn chain_from(checks: &[OptionCheck], last: Option<ErrorSummary>, end: ErrorSummary) -> bool {
+    if checks.is_empty() {
+        return last.is_none_or(|l| l == end);
+    }
+    (0..checks.len()).any(|i| {
+        let c = checks[i];
+        let kept = if c.kept { c.with } else { c.without };
+        let mut rest = checks.to_vec();
+        rest.remove(i);
+        last.is_none_or(|l| l == c.with) && chain_from(&rest, Some(kept), end)
+    })
 }
