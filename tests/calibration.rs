@@ -566,7 +566,7 @@ fn calibrate_fits_a_family_and_validate_uses_the_file() {
     assert!(
         stderr.contains(
             "calibrate: h200_sxm vllm meta-llama/Meta-Llama-3.1-70B: 2 simulated row(s), fewer \
-             than 3; not calibrated"
+             than 3 distinct points; not calibrated"
         ),
         "{stderr}"
     );
@@ -1359,5 +1359,45 @@ fn repeats_of_a_point_are_held_out_together() {
              point and are held out with it"
         ),
         "{stdout}"
+    );
+}
+
+/// A narrower entry needs 6 distinct points, not 6 rows: 3 FP8 points measured twice each are
+/// 6 rows, but a fit on them could be checked on 3 points only, so the FP8 rows take the
+/// family's entry (even with `--keep-narrow-entries`), while the 10 NVFP4 points get theirs.
+#[test]
+fn a_narrower_entry_counts_points_not_rows() {
+    if !common::have_aic("a_narrower_entry_counts_points_not_rows") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let all = b200_llama_rows();
+    let mut csv = String::new();
+    let mut fp8 = 0;
+    for (i, line) in all.lines().enumerate() {
+        if i > 0 && line.contains(",fp8,agg,") {
+            fp8 += 1;
+            if fp8 > 3 {
+                continue;
+            }
+            let (id, rest) = line.split_once(',').unwrap();
+            csv.push_str(&format!("{line}\n{id}_again,{rest}\n"));
+        } else {
+            csv.push_str(&format!("{line}\n"));
+        }
+    }
+    let rows = d.join("repeats.csv");
+    std::fs::write(&rows, csv).unwrap();
+    let (file, _, stderr) = calibrate(d, &rows, &d.join("cal.json"), &["--keep-narrow-entries"]);
+    let entries = labels_and_rows(&file, |f| f.quantisation.as_deref());
+    assert_eq!(entries, [(None, 16), (Some("nvfp4"), 10)], "{stderr}");
+    assert!(
+        stderr.contains(
+            "calibrate: b200_sxm vllm meta-llama/Meta-Llama-3.1-70B fp8: 6 simulated rows \
+             measuring 3 distinct point(s), fewer than 6 distinct points; the wider entry's \
+             corrections apply"
+        ),
+        "{stderr}"
     );
 }

@@ -82,11 +82,13 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
     );
     for (family, rows) in &families {
         let simulated = count_simulated(rows, &baseline);
-        if (1..MIN_FAMILY_ROWS).contains(&simulated) {
+        let distinct = count_points(rows, &points, &baseline);
+        if (1..MIN_FAMILY_POINTS).contains(&distinct) {
             eprintln!(
-                "calibrate: {family}: {simulated} simulated row(s), fewer than {MIN_FAMILY_ROWS}; \
-                 not calibrated (corrections fitted on so few could not be checked on a row \
-                 they did not see)"
+                "calibrate: {family}: {}, fewer than {MIN_FAMILY_POINTS} distinct points; not \
+                 calibrated (corrections fitted on so few could not be checked on a \
+                 point they did not see)",
+                rows_and_points(simulated, distinct)
             );
             continue;
         }
@@ -188,7 +190,7 @@ fn narrow(
                 .collect();
             for (label, part_rows) in parts {
                 let narrow = level.narrow(&leaf.family, label);
-                let kept = enough_rows(&narrow, &part_rows, ctx.baseline)
+                let kept = enough_points(&narrow, &part_rows, ctx)
                     .then(|| calibrate_family(ctx, &narrow, &part_rows, &leaf.held))
                     .flatten()
                     .filter(|(entry, _)| match no_better_than_wider(entry) {
@@ -340,23 +342,37 @@ fn group(
 /// Unmatched rows a family's record keeps (the worst).
 const MAX_UNMATCHED: usize = 5;
 
-/// Simulated rows a family needs to be calibrated at all (three: each held out in turn, the
-/// other two still fit).
-const MIN_FAMILY_ROWS: usize = 3;
+/// Distinct simulated points a family needs to be calibrated at all (three: each held out in
+/// turn, the other two still fit). Repeats of a point count once: cross-validation holds them
+/// out together.
+const MIN_FAMILY_POINTS: usize = 3;
 
-/// Simulated rows a weight quantisation or deployment shape needs for an entry of its own.
-const MIN_NARROW_ROWS: usize = 6;
+/// Distinct simulated points a decoding mode, release, weight quantisation or deployment shape
+/// needs for an entry of its own.
+const MIN_NARROW_POINTS: usize = 6;
 
-/// Whether a narrower entry has enough simulated rows to be fitted; says so on stderr if not.
-fn enough_rows(narrow: &Family, rows: &[usize], baseline: &[PointResult]) -> bool {
-    let simulated = count_simulated(rows, baseline);
-    if simulated < MIN_NARROW_ROWS {
+/// Whether a narrower entry has enough distinct simulated points to be fitted; says so on
+/// stderr if not.
+fn enough_points(narrow: &Family, rows: &[usize], ctx: &Context) -> bool {
+    let simulated = count_simulated(rows, ctx.baseline);
+    let distinct = count_points(rows, ctx.points, ctx.baseline);
+    if distinct < MIN_NARROW_POINTS {
         eprintln!(
-            "calibrate: {narrow}: {simulated} simulated row(s), fewer than {MIN_NARROW_ROWS}; \
-             the wider entry's corrections apply"
+            "calibrate: {narrow}: {}, fewer than {MIN_NARROW_POINTS} distinct points; the \
+             wider entry's corrections apply",
+            rows_and_points(simulated, distinct)
         );
     }
-    simulated >= MIN_NARROW_ROWS
+    distinct >= MIN_NARROW_POINTS
+}
+
+/// "N simulated row(s)", and the distinct points among them where rows repeat a point.
+fn rows_and_points(rows: usize, points: usize) -> String {
+    if rows == points {
+        format!("{rows} simulated row(s)")
+    } else {
+        format!("{rows} simulated rows measuring {points} distinct point(s)")
+    }
 }
 
 /// A family's rows by a label of their recipes (weight quantisation, deployment shape), for
@@ -381,6 +397,25 @@ fn count_simulated(rows: &[usize], baseline: &[PointResult]) -> usize {
     rows.iter()
         .filter(|&&i| baseline[i].status == Status::Ok)
         .count()
+}
+
+/// How many distinct points `rows` measure among those that simulated: rows that simulate the
+/// same run (`run_of`) count once.
+fn count_points(rows: &[usize], points: &[MeasuredPoint], baseline: &[PointResult]) -> usize {
+    rows.iter()
+        .filter(|&&i| baseline[i].status == Status::Ok)
+        .map(|&i| run_of(points, baseline, i))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+/// What a measured point runs: its recipe's command line (rows measuring the same deployment
+/// and workload share it), or its id where it has no recipe.
+fn run_of(points: &[MeasuredPoint], baseline: &[PointResult], i: usize) -> String {
+    baseline[i]
+        .recipe
+        .as_ref()
+        .map_or_else(|| points[i].id.clone(), Recipe::command_line)
 }
 
 /// `order` grouped into the units cross-validation holds out together: rows that simulate the
@@ -474,12 +509,7 @@ fn calibrate_family(
         };
         key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
     });
-    let units = units_of(&order, |l| {
-        baseline[rows[l]]
-            .recipe
-            .as_ref()
-            .map_or_else(|| points[rows[l]].id.clone(), Recipe::command_line)
-    });
+    let units = units_of(&order, |l| run_of(points, baseline, rows[l]));
     let scheme = if order.len() < args.loo_below {
         Scheme::LeaveOneOut
     } else {
