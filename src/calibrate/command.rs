@@ -81,15 +81,9 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         options_json(args),
     );
     for (family, rows) in &families {
-        let simulated = count_simulated(rows, &baseline);
-        let distinct = count_points(rows, &points, &baseline);
-        if (1..MIN_FAMILY_POINTS).contains(&distinct) {
-            eprintln!(
-                "calibrate: {family}: {}, fewer than {MIN_FAMILY_POINTS} distinct points; not \
-                 calibrated (corrections fitted on so few could not be checked on a \
-                 point they did not see)",
-                rows_and_points(simulated, distinct)
-            );
+        let consequence = "not calibrated (corrections fitted on so few could not be checked \
+                           on a point they did not see)";
+        if too_few_points(family, rows, &ctx, MIN_FAMILY_POINTS, consequence) {
             continue;
         }
         let Some((entry, held_out)) = calibrate_family(&ctx, family, rows, &[]) else {
@@ -190,7 +184,9 @@ fn narrow(
                 .collect();
             for (label, part_rows) in parts {
                 let narrow = level.narrow(&leaf.family, label);
-                let kept = enough_points(&narrow, &part_rows, ctx)
+                let consequence = "the wider entry's corrections apply";
+                let few = too_few_points(&narrow, &part_rows, ctx, MIN_NARROW_POINTS, consequence);
+                let kept = (!few)
                     .then(|| calibrate_family(ctx, &narrow, &part_rows, &leaf.held))
                     .flatten()
                     .filter(|(entry, _)| match no_better_than_wider(entry) {
@@ -351,28 +347,28 @@ const MIN_FAMILY_POINTS: usize = 3;
 /// needs for an entry of its own.
 const MIN_NARROW_POINTS: usize = 6;
 
-/// Whether a narrower entry has enough distinct simulated points to be fitted; says so on
-/// stderr if not.
-fn enough_points(narrow: &Family, rows: &[usize], ctx: &Context) -> bool {
-    let simulated = count_simulated(rows, ctx.baseline);
+/// Whether an entry's rows simulate some but fewer than `min` distinct points, too few to fit
+/// it; says so on stderr, with the `consequence`, if they do. (Where none simulates, the
+/// caller's own note says so.)
+fn too_few_points(
+    entry: &Family,
+    rows: &[usize],
+    ctx: &Context,
+    min: usize,
+    consequence: &str,
+) -> bool {
     let distinct = count_points(rows, ctx.points, ctx.baseline);
-    if distinct < MIN_NARROW_POINTS {
-        eprintln!(
-            "calibrate: {narrow}: {}, fewer than {MIN_NARROW_POINTS} distinct points; the \
-             wider entry's corrections apply",
-            rows_and_points(simulated, distinct)
-        );
+    let few = (1..min).contains(&distinct);
+    if few {
+        let simulated = count_simulated(rows, ctx.baseline);
+        let counted = if simulated == distinct {
+            format!("{simulated} simulated row(s)")
+        } else {
+            format!("{simulated} simulated rows measuring {distinct} distinct point(s)")
+        };
+        eprintln!("calibrate: {entry}: {counted}, fewer than {min} distinct points; {consequence}");
     }
-    distinct >= MIN_NARROW_POINTS
-}
-
-/// "N simulated row(s)", and the distinct points among them where rows repeat a point.
-fn rows_and_points(rows: usize, points: usize) -> String {
-    if rows == points {
-        format!("{rows} simulated row(s)")
-    } else {
-        format!("{rows} simulated rows measuring {points} distinct point(s)")
-    }
+    few
 }
 
 /// A family's rows by a label of their recipes (weight quantisation, deployment shape), for
