@@ -274,6 +274,12 @@ pub struct MeasuredOptions {
     /// faster with more sequences: `aic_decode_monotone`; aic = as AIC gives them, as DynoSim).
     #[arg(long, default_value = "monotone", value_name = "MODEL")]
     pub decode_timing: String,
+    /// Table rows: how a vLLM or TRT-LLM step that prefills and decodes is timed (separate = a
+    /// prefill plus a decode step, two forwards over the weights, as DynoSim; fused = one
+    /// forward, AIConfigurator's mixed-step estimate, as those servers run it: `mixed_pass`;
+    /// SGLang rows and rows run with MTP stay separate).
+    #[arg(long, default_value = "separate", value_name = "TIMING")]
+    pub mixed_pass: String,
     /// Table rows: the servers' scheduler settings (inferencex = as InferenceX's launch scripts
     /// ran the measured servers: TRT-LLM's batch waiting for Llama 70B at ISL/OSL 1024/1024
     /// below TP 8, attention-DP balancing for DeepSeek-R1 and (B200) gpt-oss-120b with

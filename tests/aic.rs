@@ -1012,3 +1012,79 @@ fn monotone_decode_takes_the_least_time_of_larger_batches() {
     file(false).apply(&mut kept);
     assert_eq!(kept.timing.decode_ms(1, 0, context, 0), least_at(1));
 }
+
+/// `mixed_pass: fused` times a vLLM step that prefills and decodes as one forward with AIC's
+/// mixed-step estimate: less than DynoSim's prefill plus decode step (the weights are read once),
+/// at least the prefill alone, with the decodes' attention apart; and in a run every request's
+/// first token comes sooner than with DynoSim's two passes, the same on every repeat.
+#[test]
+fn a_fused_mixed_pass_takes_aics_mixed_step() {
+    if !have_aic("a_fused_mixed_pass_takes_aics_mixed_step") {
+        return;
+    }
+    use dynosim::timing::LatencyModel;
+    let cache = own_cache();
+    let engine = |mixed: &str| {
+        format!(
+            r#"{{{QWEN},"aic_backend_version":"0.24.0","num_gpu_blocks":4000,"mixed_pass":"{mixed}"}}"#
+        )
+    };
+    let a = loaded(&engine("fused"));
+    assert_eq!(a.mixed_pass, dynosim::config::MixedPass::Fused);
+    let t = &a.timing;
+    let (prefill, decode) = (t.prefill_ms(1, 1024, 0), t.decode_ms(16, 0, 1024, 0));
+    let (rest, attention) = t
+        .fused_step_ms(1, 1024, 0, 16, 1024)
+        .expect("AIC has a mixed step");
+    assert!(
+        rest + attention < prefill + decode,
+        "{rest} + {attention} vs {prefill} + {decode}"
+    );
+    assert!(rest >= prefill * 0.99, "{rest} vs {prefill}");
+    assert!(
+        attention > 0.0 && attention < decode,
+        "{attention} vs {decode}"
+    );
+    // Off the 64-token grid the decodes' attention lies between its grid neighbours.
+    let (_, mid) = t.fused_step_ms(1, 1024, 0, 16, 1056).unwrap();
+    let (_, hi) = t.fused_step_ms(1, 1024, 0, 16, 1088).unwrap();
+    assert!(attention.min(hi) <= mid && mid <= attention.max(hi));
+    assert!(t.failure().is_none());
+
+    let args = |mixed: &'static str| -> Vec<String> {
+        [
+            "--input-tokens",
+            "1024",
+            "--output-tokens",
+            "64",
+            "--request-count",
+            "64",
+            "--replay-concurrency",
+            "16",
+            "--num-workers",
+            "1",
+            "--extra-engine-args",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([engine(mixed)])
+        .collect()
+    };
+    let report = |mixed| {
+        let a = args(mixed);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        run_report(&a, cache.path(), &[]).0
+    };
+    let (separate, fused) = (report("separate"), report("fused"));
+    let ttft = |r: &Value| r["mean_ttft_ms"].as_f64().unwrap();
+    assert!(
+        ttft(&fused) < ttft(&separate),
+        "{} vs {}",
+        ttft(&fused),
+        ttft(&separate)
+    );
+    assert_eq!(fused["completed_requests"], 64);
+    let again = report("fused");
+    assert_eq!(ttft(&again), ttft(&fused));
+    assert_eq!(again["mean_itl_ms"], fused["mean_itl_ms"]);
+}

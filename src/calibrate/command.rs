@@ -606,6 +606,7 @@ fn calibrate_family(
     };
     let mut entry = FamilyCalibration::new(family.clone(), fitted.corrections, Some(record));
     entry.monotone_decode = ctx.validator.options().monotone_decode;
+    entry.fused_mixed_pass = ctx.validator.options().fused_mixed_pass;
     Some((entry, held_out))
 }
 
@@ -735,6 +736,7 @@ fn options_json(args: &CalibrateArgs) -> serde_json::Map<String, serde_json::Val
         "kv_cache_dtype": args.options.kv_cache_dtype,
         "memory_model": args.options.memory_model,
         "decode_timing": args.options.decode_timing,
+        "mixed_pass": args.options.mixed_pass,
         "launch_settings": args.options.launch_settings,
         "dp_rank_routing": args.options.dp_rank_routing,
         // Corrections are fitted on the engine's passes alone (validate's --dispatch-overhead

@@ -441,6 +441,11 @@ pub struct FamilyCalibration {
     /// calibrated pool keeps its own reading.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub monotone_decode: bool,
+    /// Fitted with steps that prefill and decode timed as one forward (`mixed_pass: fused`,
+    /// which a calibrated pool then gets where its engine allows it); absent: as DynoSim times
+    /// them, and a calibrated pool keeps its own timing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fused_mixed_pass: bool,
     /// Provenance (absent in a hand-written file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitRecord>,
@@ -463,6 +468,7 @@ impl FamilyCalibration {
             decode_pass_overhead_ms: c.decode_pass_overhead_ms,
             kv_pool_scale: c.kv_pool_scale,
             monotone_decode: false,
+            fused_mixed_pass: false,
             fit,
         }
     }
@@ -703,6 +709,9 @@ impl CalibrationFile {
                 c.apply_to(e);
                 if f.monotone_decode {
                     e.timing = e.timing.with_monotone_decode();
+                }
+                if f.fused_mixed_pass && e.can_fuse_mixed_passes() {
+                    e.mixed_pass = crate::config::MixedPass::Fused;
                 }
                 Applied::Calibrated(f.family(), c)
             }

@@ -17,7 +17,7 @@
 
 use super::json_fields::{parse_json_text, JsonObject};
 use super::{
-    AdpBalance, BatchWait, EngineArgs, EngineType, KvTransferTimingMode, PreemptionMode,
+    AdpBalance, BatchWait, EngineArgs, EngineType, KvTransferTimingMode, MixedPass, PreemptionMode,
     QueuePolicy, SchedulePolicy, WorkerType,
 };
 use crate::error::InputError;
@@ -59,6 +59,7 @@ pub const ENGINE_ARGS_KEYS: &[&str] = &[
     "prefill_pass_overhead_ms",
     "decode_pass_overhead_ms",
     "decode_time_scale",
+    "mixed_pass",
     "kv_pool_scale",
     "server_version",
     "dp_rank_routing",
@@ -313,6 +314,12 @@ pub fn parse_engine_args(value: &Value, origin: &str) -> Result<ParsedEngineArgs
         Err(e) if profile.is_some() => (None, Some(e)),
         Err(e) => return Err(e),
     };
+    if profile.is_some() && a.mixed_pass == MixedPass::Fused {
+        return Err(o.error(
+            "mixed_pass",
+            "set to \"fused\" needs AIC timing, which planner_profile_data replaces",
+        ));
+    }
     Ok(ParsedEngineArgs {
         args: a,
         timing: TimingArgs { profile, aic },
@@ -378,8 +385,33 @@ fn parse_after_profile(
     if let Some(aic) = &mut aic {
         aic.engine.nextn = a.mtp.as_ref().map(|m| m.nextn);
     }
+    a.mixed_pass = parse_mixed_pass(o, a, aic.is_some())?;
     parse_ignored_keys(o)?;
     Ok(aic)
+}
+
+/// dynosim's `mixed_pass`: `separate` (DynoSim's) or `fused`, which only AIC timing can give
+/// (AIConfigurator's mixed-step estimate) and only engines that run a step as one forward use.
+fn parse_mixed_pass(
+    o: &JsonObject,
+    a: &EngineArgs,
+    aic_timing: bool,
+) -> Result<MixedPass, InputError> {
+    let choice = o.choice("mixed_pass", &["separate", "fused"], false)?;
+    if o.non_null("mixed_pass", choice)? != Some("fused") {
+        return Ok(MixedPass::Separate);
+    }
+    let why = if !aic_timing {
+        "needs AIC timing (aic_backend): a fused step is AIConfigurator's mixed-step estimate"
+    } else if a.engine_type == EngineType::Sglang {
+        "applies to the vllm and trtllm engines (SGLang runs a step's prefill and its decode as \
+         two forwards)"
+    } else if a.mtp.is_some() {
+        "is not available with multi-token prediction (aic_nextn)"
+    } else {
+        return Ok(MixedPass::Fused);
+    };
+    Err(o.error("mixed_pass", format!("set to \"fused\" {why}")))
 }
 
 /// `planner_profile_data`: the path of a mocker-format NPZ file (relative to the loader's
@@ -815,6 +847,42 @@ mod tests {
         assert!(
             e.starts_with("--extra-engine-args: key \"planner_profile_data\": ")
                 && e.contains("no/such/profile.npz"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn mixed_pass_fused_needs_aic_timing_a_one_forward_engine_and_no_mtp() {
+        let aic = json!({"aic_backend": "vllm", "aic_model_path": "m",
+                         "aic_backend_version": "0", "num_gpu_blocks": 10});
+        let parsed = |v: &Value| parse_engine_args(v, F).map(|p| p.args.mixed_pass);
+        assert_eq!(parsed(&aic).unwrap(), MixedPass::Separate);
+        let mut v = aic.clone();
+        v["mixed_pass"] = json!("fused");
+        assert_eq!(parsed(&v).unwrap(), MixedPass::Fused);
+        v["engine_type"] = json!("trtllm");
+        assert_eq!(parsed(&v).unwrap(), MixedPass::Fused);
+        let refused = |v: &Value, why: &str| {
+            let e = parse_engine_args(v, F).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--extra-engine-args: key \"mixed_pass\" set to \"fused\" ")
+                    && e.contains(why),
+                "{e}"
+            );
+        };
+        refused(&json!({"mixed_pass": "fused"}), "needs AIC timing");
+        let mut sglang = v.clone();
+        sglang["engine_type"] = json!("sglang");
+        refused(&sglang, "vllm and trtllm engines");
+        let mut mtp = v.clone();
+        mtp["aic_nextn"] = json!(1);
+        refused(&mtp, "multi-token prediction");
+        let mut profile = v.clone();
+        profile["planner_profile_data"] = json!("p.npz");
+        refused(&profile, "which planner_profile_data replaces");
+        let e = err(json!({"mixed_pass": "both"}));
+        assert!(
+            e.contains("\"mixed_pass\" must be one of \"separate\" or \"fused\""),
             "{e}"
         );
     }

@@ -208,6 +208,10 @@ pub struct EngineArgs {
     /// each decode pass emits a burst of accepted tokens per sequence. `None` = off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtp: Option<Mtp>,
+    /// dynosim's `mixed_pass` (not a DynoSim key; `separate` = DynoSim): how a pass that
+    /// computes prompt tokens and decodes is timed.
+    #[serde(skip_serializing_if = "MixedPass::is_separate")]
+    pub mixed_pass: MixedPass,
     /// Forward-pass timing model (spec §4.9), shared with every pool built from the same source.
     /// Left out of the serialised configuration when it is the default polynomial.
     #[serde(skip_serializing_if = "Timing::is_polynomial")]
@@ -246,6 +250,7 @@ impl Default for EngineArgs {
             adp_balance: AdpBalance::default(),
             dp_rank_routing: DpRankRouting::Router,
             mtp: None,
+            mixed_pass: MixedPass::Separate,
             timing: Timing::default(),
         }
     }
@@ -318,6 +323,38 @@ impl AdpBalance {
 
     pub fn is_off(&self) -> bool {
         !self.enabled
+    }
+}
+
+/// How a pass that computes prompt tokens and decodes in one engine step is timed
+/// (`mixed_pass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MixedPass {
+    /// DynoSim's: a prefill of the step's prompts plus a decode step of its decoding sequences,
+    /// two forwards over the weights.
+    #[default]
+    Separate,
+    /// One forward, as vLLM and TRT-LLM run such a step: AIConfigurator's mixed-step estimate
+    /// (every token's non-attention work in one pass, plus the prompts' and the decodes'
+    /// attention). AIC timing only, vLLM and TRT-LLM engines only, not with multi-token
+    /// prediction.
+    Fused,
+}
+
+impl MixedPass {
+    pub fn is_separate(&self) -> bool {
+        *self == MixedPass::Separate
+    }
+}
+
+impl EngineArgs {
+    /// Whether `mixed_pass: fused` applies to this pool: AIC timing, an engine that runs a
+    /// step as one forward (vLLM, TRT-LLM), no multi-token prediction.
+    pub fn can_fuse_mixed_passes(&self) -> bool {
+        self.engine_type != EngineType::Sglang
+            && self.mtp.is_none()
+            && self.timing.aic_latency().is_some()
     }
 }
 

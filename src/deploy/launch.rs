@@ -291,6 +291,13 @@ fn pool(
             ));
         }
     }
+    if e["mixed_pass"].as_str() == Some("fused") {
+        notes.push(
+            "mixed_pass = \"fused\" times the simulation's steps that prefill and decode as \
+             one forward: not a launch setting"
+                .to_string(),
+        );
+    }
     if dp > 1 && e["dp_rank_routing"].as_str() == Some("engine") {
         notes.push(
             "dp_rank_routing = engine simulated each worker placing requests on its DP ranks \

@@ -12,7 +12,7 @@ use super::kv::{KvPool, PrefixMatch};
 use super::mtp::BurstSampler;
 use super::stall::StallCause;
 use super::with_decode_overhead;
-use crate::config::{EngineArgs, EngineType, PreemptionMode, WorkerType};
+use crate::config::{EngineArgs, EngineType, MixedPass, PreemptionMode, WorkerType};
 use crate::timing::{pass_time, LatencyModel};
 use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
@@ -597,6 +597,15 @@ impl<M: LatencyModel> Engine<M> {
         seq.registered = full;
     }
 
+    /// Prefill time of `prompts` prompts of mean span `isl` with `prefix` of it computed, with
+    /// the speed-up and the prefill pass overhead.
+    fn prefill_time(&self, prompts: u64, isl: u64, prefix: u64) -> f64 {
+        pass_time(
+            self.model.prefill_ms(prompts, isl, prefix),
+            self.args.speedup_ratio,
+        ) + self.args.prefill_pass_overhead_ms
+    }
+
     /// Decode step time of `ready` sequences with mean context `context`, speed-ups applied.
     fn decode_time(&self, ready: u64, context: u64) -> f64 {
         self.decode_time_at(ready, context, self.pool.num_active())
@@ -1052,13 +1061,16 @@ impl<M: LatencyModel> Engine<M> {
         let is_decode = self.args.worker_type == WorkerType::Decode;
         let is_prefill = self.args.worker_type == WorkerType::Prefill;
         let mut prefill_ms = 0.0;
-        if acc.0 > 0 && !is_decode {
-            let mean_isl = acc.1 / acc.0;
-            let mean_prefix = acc.2 / acc.0;
-            prefill_ms = pass_time(
-                self.model.prefill_ms(acc.0, mean_isl, mean_prefix),
-                self.args.speedup_ratio,
-            ) + self.args.prefill_pass_overhead_ms;
+        let prompts_now = acc.0 > 0 && !is_decode;
+        let mean_isl = acc.1.checked_div(acc.0).unwrap_or(0);
+        let mean_prefix = acc.2.checked_div(acc.0).unwrap_or(0);
+        // A fused step (`mixed_pass: fused`, never with MTP) is timed below, once its decodes
+        // are counted; a step that turns out to prefill only is timed as one then.
+        let fused = self.args.mixed_pass == MixedPass::Fused && !is_prefill;
+        if prompts_now {
+            if !fused {
+                prefill_ms = self.prefill_time(acc.0, mean_isl, mean_prefix);
+            }
             out.progressed = true;
         }
 
@@ -1084,8 +1096,28 @@ impl<M: LatencyModel> Engine<M> {
             }
         }
         let mut decode_ms = 0.0;
-        if ready > 0 && !is_prefill {
-            decode_ms = self.decode_time(ready, ctx_sum / ready);
+        let parts = if fused && prompts_now && ready > 0 {
+            self.model
+                .fused_step_ms(acc.0, mean_isl, mean_prefix, ready, ctx_sum / ready)
+        } else {
+            None
+        };
+        if let Some((rest, attention)) = parts {
+            // Scaled as the step's prefill and its decode: the decode ratio and the decode pass
+            // overhead act on the decodes' attention.
+            prefill_ms =
+                pass_time(rest, self.args.speedup_ratio) + self.args.prefill_pass_overhead_ms;
+            decode_ms = with_decode_overhead(
+                pass_time(attention, super::decode_ratio(&self.args)),
+                self.args.decode_pass_overhead_ms,
+            );
+        } else {
+            if fused && prompts_now {
+                prefill_ms = self.prefill_time(acc.0, mean_isl, mean_prefix);
+            }
+            if ready > 0 && !is_prefill {
+                decode_ms = self.decode_time(ready, ctx_sum / ready);
+            }
         }
         if ready > 0 {
             let mut k = 0usize;

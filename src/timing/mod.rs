@@ -61,6 +61,22 @@ pub trait LatencyModel: Send + Sync {
     fn decode_depends_on_context(&self) -> bool {
         true
     }
+
+    /// One engine step that prefills and decodes, timed as a single forward over the weights
+    /// (`mixed_pass: fused`): `prompts` prompts of mean span `isl` with `prefix` of it already
+    /// computed, beside `decodes` sequences of mean context `context`. Returns the step's time
+    /// without its decode attention and the decode attention's, in ms, or `None` where the model
+    /// has no such estimate (only AIC timing has one).
+    fn fused_step_ms(
+        &self,
+        _prompts: u64,
+        _isl: u64,
+        _prefix: u64,
+        _decodes: u64,
+        _context: u64,
+    ) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 /// Where a pool's timing comes from: plain data, written into configurations, sweep records and
@@ -204,6 +220,20 @@ impl LatencyModel for Timing {
             Model::Polynomial => Polynomial.decode_depends_on_context(),
             Model::Interpolated(p) => p.decode_depends_on_context(),
             Model::Aic(m) => m.decode_depends_on_context(),
+        }
+    }
+
+    fn fused_step_ms(
+        &self,
+        prompts: u64,
+        isl: u64,
+        prefix: u64,
+        decodes: u64,
+        context: u64,
+    ) -> Option<(f64, f64)> {
+        match &self.0 {
+            Model::Aic(m) => m.fused_step_ms(prompts, isl, prefix, decodes, context),
+            _ => None,
         }
     }
 }

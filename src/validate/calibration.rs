@@ -120,6 +120,22 @@ pub fn quantisation_of(r: &Recipe) -> Option<String> {
 /// The engine-args keys that give a recipe's pools the corrections `c`, composed with the
 /// `speedup_ratio`, `decode_speedup_ratio` (`decode_time_scale` under multi-token prediction)
 /// and overheads it sets (as [`calibrate::Corrections::apply_to`]).
+/// Whether a recipe's pools may time steps that prefill and decode as one forward (what
+/// `mixed_pass: fused` accepts: not SGLang, not with multi-token prediction).
+pub(crate) fn can_fuse_mixed_passes(r: &Recipe) -> bool {
+    [
+        &r.extra_engine_args,
+        &r.prefill_engine_args,
+        &r.decode_engine_args,
+    ]
+    .into_iter()
+    .flatten()
+    .all(|p| {
+        p.get("engine_type").and_then(Value::as_str) != Some("sglang")
+            && p.get("aic_nextn").is_none_or(Value::is_null)
+    })
+}
+
 pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     let pool = r
         .extra_engine_args
@@ -213,6 +229,9 @@ pub fn corrections(
                 let mut keys = correction_keys(&r, f.corrections());
                 if f.monotone_decode {
                     keys.insert("aic_decode_monotone".into(), Value::Bool(true));
+                }
+                if f.fused_mixed_pass && can_fuse_mixed_passes(&r) {
+                    keys.insert("mixed_pass".into(), Value::from("fused"));
                 }
                 out.by_family.insert(key, keys);
                 outcomes.push(Applied::Calibrated(f.family(), f.corrections()));

@@ -718,6 +718,9 @@ fn from_table(
         if opts.monotone_decode {
             set("aic_decode_monotone", json!(true));
         }
+        if opts.fused_mixed_pass && p.backend != "sglang" && opts.launch.mtp(p, t, pool).is_none() {
+            set("mixed_pass", json!("fused"));
+        }
         if let Some(ms) = dispatch.prefill_pass_ms {
             set("prefill_pass_overhead_ms", json!(ms));
         }

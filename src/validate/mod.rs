@@ -63,6 +63,9 @@ pub struct Options {
     /// Whether table rows' AIC decode times are read as monotone in the batch
     /// (`--decode-timing monotone`: `aic_decode_monotone`).
     pub monotone_decode: bool,
+    /// Whether table rows' vLLM and TRT-LLM steps that prefill and decode are timed as one
+    /// forward (`--mixed-pass fused`: `mixed_pass`), where the row runs no MTP.
+    pub fused_mixed_pass: bool,
     /// The dispatch cost of prefill passes of table rows (`--dispatch-overhead`).
     pub dispatch_overhead: DispatchOverhead,
     /// The scheduler settings of table rows' servers (`--launch-settings`).
@@ -85,6 +88,7 @@ impl Default for Options {
             kv_cache_dtype: KvCacheDtype::Auto,
             memory_model: MemoryModel::Server,
             monotone_decode: true,
+            fused_mixed_pass: false,
             dispatch_overhead: DispatchOverhead::Engines,
             launch: LaunchSettings::InferenceX,
             dp_rank_routing: DpRankRouting::Engine,

@@ -64,6 +64,15 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
             )))
         }
     };
+    let fused_mixed_pass = match args.options.mixed_pass.as_str() {
+        "separate" => false,
+        "fused" => true,
+        other => {
+            return Err(InputError::new(format!(
+                "--mixed-pass must be separate or fused, got {other:?}"
+            )))
+        }
+    };
     let dispatch = DispatchOverhead::parse(&args.dispatch_overhead).ok_or_else(|| {
         InputError::new(format!(
             "--dispatch-overhead must be engines, vllm-sglang, aic, all or none, got {:?}",
@@ -92,6 +101,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options, InputError> {
         kv_cache_dtype: kv,
         memory_model,
         monotone_decode,
+        fused_mixed_pass,
         dispatch_overhead: dispatch,
         launch,
         dp_rank_routing,
@@ -385,6 +395,7 @@ pub fn json_text(
             "kv_cache_dtype": format!("{:?}", opts.kv_cache_dtype).to_ascii_lowercase(),
             "memory_model": opts.memory_model.name(),
             "decode_timing": if opts.monotone_decode { "monotone" } else { "aic" },
+            "mixed_pass": if opts.fused_mixed_pass { "fused" } else { "separate" },
             "dispatch_overhead": opts.dispatch_overhead.name(),
             "launch_settings": opts.launch.name(),
             "dp_rank_routing": opts.dp_rank_routing.name(),

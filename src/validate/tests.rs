@@ -393,6 +393,29 @@ fn corrections_keep_an_mtp_pools_decode_ratio_at_one() {
 }
 
 #[test]
+fn a_fused_calibration_reaches_only_pools_that_run_a_step_as_one_forward() {
+    use super::calibration::can_fuse_mixed_passes;
+    let pts = read_table(Path::new("t.csv"), &table(&[LLAMA])).unwrap();
+    let (r, _) = recipe(&pts[0], &Options::default(), Some(&catalog())).unwrap();
+    assert!(can_fuse_mixed_passes(&r));
+    let with = |k: &str, v: serde_json::Value| {
+        let mut r = r.clone();
+        r.extra_engine_args.as_mut().unwrap()[k] = v;
+        r
+    };
+    assert!(can_fuse_mixed_passes(&with("engine_type", "trtllm".into())));
+    assert!(can_fuse_mixed_passes(&with(
+        "aic_nextn",
+        serde_json::Value::Null
+    )));
+    assert!(!can_fuse_mixed_passes(&with(
+        "engine_type",
+        "sglang".into()
+    )));
+    assert!(!can_fuse_mixed_passes(&with("aic_nextn", 2.into())));
+}
+
+#[test]
 fn errors_and_summaries() {
     assert_eq!(error_pct(110.0, Some(100.0)), Some(10.0));
     assert_eq!(error_pct(110.0, Some(0.0)), None);
@@ -822,6 +845,17 @@ fn sglang_rows_get_their_inferencex_scripts_server_settings() {
     assert!(engine(&vllm, &raw_decode)
         .get("aic_decode_monotone")
         .is_none());
+    // A step that prefills and decodes is timed as DynoSim's two passes unless asked
+    // (`--mixed-pass fused`), and then on vLLM and TRT-LLM rows only.
+    assert!(engine(&vllm, &defaults).get("mixed_pass").is_none());
+    let fused = Options {
+        fused_mixed_pass: true,
+        ..Options::default()
+    };
+    assert_eq!(engine(&vllm, &fused)["mixed_pass"], "fused");
+    let trtllm = LLAMA.replacen(",vllm,", ",trtllm,", 1);
+    assert_eq!(engine(&trtllm, &fused)["mixed_pass"], "fused");
+    assert!(engine(&qwen, &fused).get("mixed_pass").is_none());
     // The measured server's release names the calibration entry its pools take, where the row
     // gives one (LLAMA's is blank).
     assert!(engine(&vllm, &defaults).get("server_version").is_none());
@@ -969,6 +1003,12 @@ fn inferencex_mtp_runs_trtllm_deepseek_rows_as_the_mtp_scripts() {
         keys(&run(tp, &mtp).0),
         (Some(3.into()), 64.into(), 8512.into())
     );
+    // A fused mixed pass is not for MTP pools: such rows keep DynoSim's timing of the step.
+    let fused_mtp = Options {
+        fused_mixed_pass: true,
+        ..mtp.clone()
+    };
+    assert!(run(tp, &fused_mtp).0.get("mixed_pass").is_none());
     // The plain script's budget: (64 + 8192 + 127) / 64 × 64 = 8320 tokens; at ISL 1024 its
     // floor, 8192.
     let plain_scripts = Options {

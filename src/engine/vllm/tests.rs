@@ -476,3 +476,73 @@ fn no_stall_while_something_runs_or_for_a_fitting_head() {
     e.enqueue(0, 1, 20, 4, 0);
     assert_eq!(e.never_schedulable(), None);
 }
+
+/// A timing model with fixed pass times and a fused-step estimate.
+struct FixedTimes;
+
+impl LatencyModel for FixedTimes {
+    fn prefill_ms(&self, _: u64, _: u64, _: u64) -> f64 {
+        100.0
+    }
+    fn decode_ms(&self, _: u64, _: u64, _: u64, _: u64) -> f64 {
+        10.0
+    }
+    fn fused_step_ms(
+        &self,
+        prompts: u64,
+        isl: u64,
+        prefix: u64,
+        decodes: u64,
+        _: u64,
+    ) -> Option<(f64, f64)> {
+        assert_eq!((prompts, isl, prefix), (1, 2048, 0));
+        Some((30.0 + decodes as f64, 2.0))
+    }
+}
+
+#[test]
+fn fused_mixed_pass_times_a_step_that_prefills_and_decodes_as_one_forward() {
+    let args = |mixed_pass| EngineArgs {
+        mixed_pass,
+        speedup_ratio: 2.0,
+        decode_speedup_ratio: 0.5,
+        prefill_pass_overhead_ms: 5.0,
+        decode_pass_overhead_ms: 1.0,
+        ..EngineArgs::default()
+    };
+    let prompts = PromptBlocks::from_lists(64, &[&[]]);
+    let mut out = PassOutput::default();
+    for (mode, first) in [
+        // DynoSim's: a prefill plus a decode step of the sequence that emits its first token.
+        (
+            MixedPass::Separate,
+            (100.0 / 2.0 + 5.0, 10.0 / (2.0 * 0.5) + 1.0),
+        ),
+        // One forward: the model's fused estimate, its decode attention scaled as decode.
+        (
+            MixedPass::Fused,
+            (31.0 / 2.0 + 5.0, 2.0 / (2.0 * 0.5) + 1.0),
+        ),
+    ] {
+        let mut e = Engine::new(&args(mode), FixedTimes, false);
+        e.enqueue(0, 1, 2048, 3, 0);
+        let t = e.step(&prompts, &mut out);
+        assert_eq!((out.prefill_ms, out.decode_ms), first, "{mode:?}");
+        assert_eq!(t, first.0 + first.1);
+        // A pure decode pass is a decode step either way.
+        e.step(&prompts, &mut out);
+        assert_eq!(
+            (out.prefill_ms, out.decode_ms),
+            (0.0, 10.0 / (2.0 * 0.5) + 1.0)
+        );
+    }
+    // A model without a fused estimate (the polynomial) times the step as DynoSim does.
+    let run = |mode| {
+        let mut e = engine(args(mode));
+        e.enqueue(0, 1, 2048, 3, 0);
+        let mut out = PassOutput::default();
+        e.step(&prompts, &mut out);
+        (out.prefill_ms, out.decode_ms)
+    };
+    assert_eq!(run(MixedPass::Fused), run(MixedPass::Separate));
+}

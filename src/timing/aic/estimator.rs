@@ -117,6 +117,30 @@ impl Estimator {
         }
     }
 
+    /// AIC's mixed step (one forward that prefills and decodes): `ctx_tokens` prompt tokens of
+    /// prompts `isl` long with `prefix` of each cached, beside `gen_tokens` decodes at context
+    /// `isl + osl / 2 + 1`. Returns [total, every token's non-attention work, the prompts'
+    /// attention, the decodes' attention], ms. Estimator 0.12 only (0.11 has no breakdown).
+    pub fn mixed_step_breakdown(
+        &self,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+    ) -> Result<[f64; 4], String> {
+        match self {
+            Estimator::V0_11(_) => Err(
+                "fused mixed steps need the aiconfigurator-core 0.12 estimator (this engine \
+                 was compiled for 0.11)"
+                    .into(),
+            ),
+            Estimator::V0_12(e) => e
+                .mixed_step_breakdown(ctx_tokens, gen_tokens, isl, osl, prefix, 1.0, 1.0)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
     /// Asks `prefill` and `decode` shapes once each so the perf tables they need are read now.
     /// The estimator reads each table once, by query shape, behind a `OnceLock`; two helper
     /// threads start on the attention tables while this one goes through every shape (so the

@@ -86,6 +86,20 @@ impl Drop for FailureScope {
     }
 }
 
+/// `map`'s estimate for `key`, made by `estimate` the first time it is asked for.
+fn memoised<K: std::hash::Hash + Eq>(
+    map: &RwLock<FxHashMap<K, Estimate>>,
+    key: K,
+    estimate: impl FnOnce() -> Estimate,
+) -> Estimate {
+    if let Some(t) = map.read().get(&key) {
+        return t.clone();
+    }
+    let t = estimate();
+    map.write().insert(key, t.clone());
+    t
+}
+
 /// Context spacing of the decode table, in tokens.
 pub const DECODE_CONTEXT_STEP: u64 = 64;
 
@@ -112,6 +126,10 @@ struct Memo {
     decode: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The least decode times over larger batches by (batch, context), for the monotone view.
     least: RwLock<FxHashMap<(u64, u64), Estimate>>,
+    /// Fused steps' time without their decode attention, by (prompts, isl, prefix, decodes).
+    fused: RwLock<FxHashMap<(u64, u64, u64, u64), Estimate>>,
+    /// Decode attention alone by (decodes, context on the decode table's grid).
+    decode_attention: RwLock<FxHashMap<(u64, u64), Estimate>>,
     /// The first estimator error: DynoSim makes these fatal, so the run checks it afterwards.
     error: Mutex<Option<String>>,
 }
@@ -126,6 +144,8 @@ impl AicLatency {
                 prefill: RwLock::default(),
                 decode: RwLock::default(),
                 least: RwLock::default(),
+                fused: RwLock::default(),
+                decode_attention: RwLock::default(),
                 error: Mutex::new(None),
             }),
             monotone,
@@ -254,6 +274,61 @@ impl AicLatency {
         t
     }
 
+    /// A fused step's time without its decode attention: AIC's mixed step (every token's
+    /// non-attention work as one pass, plus the prompts' attention), memoised.
+    fn fused_without_decode_attention(
+        &self,
+        prompts: u64,
+        isl: u64,
+        prefix: u64,
+        decodes: u64,
+    ) -> Estimate {
+        memoised(&self.memo.fused, (prompts, isl, prefix, decodes), || {
+            // The step's prompt tokens, cached spans included (AIC takes each prompt's `prefix`
+            // out).
+            let ctx_tokens = prompts.saturating_mul(isl);
+            self.memo
+                .engine
+                .engine
+                .mixed_step_breakdown(
+                    Self::u32_of(ctx_tokens),
+                    Self::u32_of(decodes),
+                    Self::u32_of(isl),
+                    2,
+                    Self::u32_of(prefix),
+                )
+                .map(|[_, shared, context_attention, _]| (shared + context_attention).max(0.0))
+                .map_err(|e| {
+                    format!(
+                        "AIC mixed-step prediction failed ({prompts} prompts, isl {isl}, prefix \
+                         {prefix}, {decodes} decodes): {e}"
+                    )
+                    .into()
+                })
+        })
+    }
+
+    /// The decode attention of `decodes` sequences at a table point's context, memoised: the
+    /// attention part of AIC's mixed step with no prompt tokens (one step at `context + 1`, as
+    /// [`Self::estimated_decode`]'s).
+    fn decode_attention_at(&self, decodes: u64, context: u64) -> f64 {
+        let t = memoised(&self.memo.decode_attention, (decodes, context), || {
+            self.memo
+                .engine
+                .engine
+                .mixed_step_breakdown(0, Self::u32_of(decodes), Self::u32_of(context), 0, 0)
+                .map(|[.., decode_attention]| decode_attention.max(0.0))
+                .map_err(|e| {
+                    format!(
+                        "AIC decode-attention prediction failed ({decodes} decodes, context \
+                         {context}): {e}"
+                    )
+                    .into()
+                })
+        });
+        self.settle(&t, 0.0)
+    }
+
     /// The estimator's decode time at one table point, memoised.
     fn estimated_decode(&self, batch_size: u64, context: u64) -> Estimate {
         let key = (batch_size, context);
@@ -324,6 +399,34 @@ impl LatencyModel for AicLatency {
             t_lo + (t_hi - t_lo) * f
         };
         t.max(1.0)
+    }
+
+    fn fused_step_ms(
+        &self,
+        prompts: u64,
+        isl: u64,
+        prefix: u64,
+        decodes: u64,
+        context: u64,
+    ) -> Option<(f64, f64)> {
+        if prompts == 0 || isl <= prefix {
+            return None;
+        }
+        let t = self.fused_without_decode_attention(prompts, isl, prefix, decodes);
+        let rest = self.settle(&t, 0.0);
+        if decodes == 0 {
+            return Some((rest, 0.0));
+        }
+        // On the decode table's grid, linearly in between, as decode steps are.
+        let lo = context - context % DECODE_CONTEXT_STEP;
+        let attention = if lo == context {
+            self.decode_attention_at(decodes, lo)
+        } else {
+            let a = self.decode_attention_at(decodes, lo);
+            let b = self.decode_attention_at(decodes, lo + DECODE_CONTEXT_STEP);
+            a + (b - a) * ((context - lo) as f64 / DECODE_CONTEXT_STEP as f64)
+        };
+        Some((rest, attention))
     }
 }
 
