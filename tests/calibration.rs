@@ -241,6 +241,23 @@ fn a_calibrated_aic_run_scales_its_times_and_says_so() {
         assert!((diff - 1.5).abs() < 1e-6, "{key}: +{diff}");
     }
 
+    // An entry fitted with fused mixed steps gives its pools `mixed_pass: fused`: the run is
+    // the uncalibrated run with that key, not the plain one.
+    let fused = d.join("fused.json");
+    std::fs::write(
+        &fused,
+        r#"{"format": "dynosim-calibration", "version": 1, "families": [
+  {"system": "h200_sxm", "backend": "vllm", "model": "Qwen/Qwen3-8B", "prefill_scale": 1,
+   "decode_scale": 1, "fused_mixed_pass": true}]}"#,
+    )
+    .unwrap();
+    let (v, _) = run(d, QWEN, &["--calibration", fused.to_str().unwrap()]);
+    let (by_key, _) = run(d, &QWEN.replace('}', r#","mixed_pass":"fused"}"#), &[]);
+    let v = without_wall_time(v);
+    assert_eq!(metric(&v, "mean_ttft_ms"), metric(&by_key, "mean_ttft_ms"));
+    assert_eq!(metric(&v, "mean_itl_ms"), metric(&by_key, "mean_itl_ms"));
+    assert!(metric(&v, "mean_ttft_ms") < metric(&plain, "mean_ttft_ms"));
+
     // The user's own speedup_ratio still divides: calibrated x2 at speedup 2 is the plain run.
     let fast = QWEN.replace('}', r#","speedup_ratio":2}"#);
     let (v, _) = run(d, &fast, &["--calibration", both.to_str().unwrap()]);
