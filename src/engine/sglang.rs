@@ -10,9 +10,9 @@ use super::mtp::BurstSampler;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::stall::StallCause;
 use super::vllm::{PassOutput, Reservation};
-use super::with_decode_overhead;
+use super::{decode_pass_ms, prefill_pass_ms};
 use crate::config::{EngineArgs, SchedulePolicy, WorkerType};
-use crate::timing::{pass_time, LatencyModel};
+use crate::timing::LatencyModel;
 use crate::workload::sharing::PromptBlocks;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
@@ -732,11 +732,11 @@ impl<M: LatencyModel> SglangEngine<M> {
         let batch = can_run.len() as u64;
         let mut prefill_ms = 0.0;
         if batch > 0 && !is_decode_worker {
-            prefill_ms = pass_time(
+            prefill_ms = prefill_pass_ms(
+                &self.args,
                 self.model
                     .prefill_ms(batch, total_isl / batch, total_prefix / batch),
-                self.args.speedup_ratio,
-            ) + self.args.prefill_pass_overhead_ms;
+            );
         }
         if batch > 0 {
             out.progressed = true;
@@ -886,13 +886,11 @@ impl<M: LatencyModel> SglangEngine<M> {
 
     fn decode_time(&self, n: u64, total_context: u64) -> f64 {
         let active = total_context.min(self.s.total_kv_tokens);
-        let ratio = super::decode_ratio(&self.args);
-        let t = pass_time(
+        decode_pass_ms(
+            &self.args,
             self.model
                 .decode_ms(n, active, total_context / n, self.s.total_kv_tokens),
-            ratio,
-        );
-        with_decode_overhead(t, self.args.decode_pass_overhead_ms)
+        )
     }
 
     /// Plans a stride of pure decode passes (nothing waiting, no retraction, no eviction the

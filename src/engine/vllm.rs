@@ -11,9 +11,9 @@
 use super::kv::{KvPool, PrefixMatch};
 use super::mtp::BurstSampler;
 use super::stall::StallCause;
-use super::with_decode_overhead;
+use super::{decode_pass_ms, prefill_pass_ms};
 use crate::config::{EngineArgs, EngineType, MixedPass, PreemptionMode, WorkerType};
-use crate::timing::{pass_time, LatencyModel};
+use crate::timing::LatencyModel;
 use crate::workload::sharing::PromptBlocks;
 use std::collections::VecDeque;
 
@@ -600,10 +600,7 @@ impl<M: LatencyModel> Engine<M> {
     /// Prefill time of `prompts` prompts of mean span `isl` with `prefix` of it computed, with
     /// the speed-up and the prefill pass overhead.
     fn prefill_time(&self, prompts: u64, isl: u64, prefix: u64) -> f64 {
-        pass_time(
-            self.model.prefill_ms(prompts, isl, prefix),
-            self.args.speedup_ratio,
-        ) + self.args.prefill_pass_overhead_ms
+        prefill_pass_ms(&self.args, self.model.prefill_ms(prompts, isl, prefix))
     }
 
     /// Decode step time of `ready` sequences with mean context `context`, speed-ups applied.
@@ -616,15 +613,11 @@ impl<M: LatencyModel> Engine<M> {
         let bs = self.block_size as u64;
         let active_kv = active_blocks as u64 * bs;
         let total_kv = self.pool.capacity() as u64 * bs;
-        // DynoSim divides by the product of the two ratios, and not at all when it is ≤ 0 (a
-        // zero `speedup_ratio` also turns off `decode_speedup_ratio`); dynosim's
-        // `decode_time_scale` multiplies on top.
-        let ratio = super::decode_ratio(&self.args);
-        let t = pass_time(
+        // (A zero `speedup_ratio` also turns off `decode_speedup_ratio`.)
+        decode_pass_ms(
+            &self.args,
             self.model.decode_ms(ready, active_kv, context, total_kv),
-            ratio,
-        );
-        with_decode_overhead(t, self.args.decode_pass_overhead_ms)
+        )
     }
 
     /// If the next passes would all be pure-decode passes (nothing waiting, every running
@@ -1105,12 +1098,8 @@ impl<M: LatencyModel> Engine<M> {
         if let Some((rest, attention)) = parts {
             // Scaled as the step's prefill and its decode: the decode ratio and the decode pass
             // overhead act on the decodes' attention.
-            prefill_ms =
-                pass_time(rest, self.args.speedup_ratio) + self.args.prefill_pass_overhead_ms;
-            decode_ms = with_decode_overhead(
-                pass_time(attention, super::decode_ratio(&self.args)),
-                self.args.decode_pass_overhead_ms,
-            );
+            prefill_ms = prefill_pass_ms(&self.args, rest);
+            decode_ms = decode_pass_ms(&self.args, attention);
         } else {
             if fused && prompts_now {
                 prefill_ms = self.prefill_time(acc.0, mean_isl, mean_prefix);

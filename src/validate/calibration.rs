@@ -117,11 +117,8 @@ pub fn quantisation_of(r: &Recipe) -> Option<String> {
     ))
 }
 
-/// The engine-args keys that give a recipe's pools the corrections `c`, composed with the
-/// `speedup_ratio`, `decode_speedup_ratio` (`decode_time_scale` under multi-token prediction)
-/// and overheads it sets (as [`calibrate::Corrections::apply_to`]).
-/// Whether a recipe's pools may time steps that prefill and decode as one forward (what
-/// `mixed_pass: fused` accepts: not SGLang, not with multi-token prediction).
+/// Whether every pool of a recipe may take `mixed_pass: fused`
+/// ([`deployment::pool_can_fuse`](super::deployment::pool_can_fuse)).
 pub(crate) fn can_fuse_mixed_passes(r: &Recipe) -> bool {
     [
         &r.extra_engine_args,
@@ -130,12 +127,12 @@ pub(crate) fn can_fuse_mixed_passes(r: &Recipe) -> bool {
     ]
     .into_iter()
     .flatten()
-    .all(|p| {
-        p.get("engine_type").and_then(Value::as_str) != Some("sglang")
-            && p.get("aic_nextn").is_none_or(Value::is_null)
-    })
+    .all(|p| p.as_object().is_none_or(super::deployment::pool_can_fuse))
 }
 
+/// The engine-args keys that give a recipe's pools the corrections `c`, composed with the
+/// `speedup_ratio`, `decode_speedup_ratio` (`decode_time_scale` under multi-token prediction)
+/// and overheads it sets (as [`calibrate::Corrections::apply_to`]).
 pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     let pool = r
         .extra_engine_args
@@ -152,8 +149,8 @@ pub fn correction_keys(r: &Recipe, c: calibrate::Corrections) -> Correction {
     let mut keys = Correction::new();
     keys.insert("speedup_ratio".into(), Value::from(s / c.prefill_scale));
     if pool
-        .and_then(|p| p.get("aic_nextn"))
-        .is_some_and(|n| !n.is_null())
+        .and_then(Value::as_object)
+        .is_some_and(super::deployment::runs_mtp)
     {
         // Multi-token prediction holds decode_speedup_ratio at 1 (as apply_to does).
         let t = own("decode_time_scale").unwrap_or(1.0);

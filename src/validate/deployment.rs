@@ -212,11 +212,23 @@ impl DispatchOverhead {
     }
 }
 
+/// Whether a pool's engine args may take `mixed_pass: fused` (what it accepts beside AIC
+/// timing: not SGLang, which runs a step's prefill and decode as two forwards, and not with
+/// multi-token prediction).
+pub(crate) fn pool_can_fuse(pool: &Map<String, Value>) -> bool {
+    pool.get("engine_type").and_then(Value::as_str) != Some("sglang") && !runs_mtp(pool)
+}
+
+/// Whether a pool's engine args turn multi-token prediction on (`aic_nextn`, not null).
+pub(crate) fn runs_mtp(pool: &Map<String, Value>) -> bool {
+    pool.get("aic_nextn").is_some_and(|n| !n.is_null())
+}
+
 /// A pool with multi-token prediction (`aic_nextn`) must keep `decode_speedup_ratio` at 1
 /// (DynoSim's rule, which `dynosim run` applies too): a ratio the corrections set there moves
 /// into dynosim's `decode_time_scale`, which times the decode steps the same.
 fn keep_mtp_decode_ratio(o: &mut Map<String, Value>) {
-    if o.get("aic_nextn").is_none_or(Value::is_null) {
+    if !runs_mtp(o) {
         return;
     }
     let Some(d) = o
@@ -718,9 +730,6 @@ fn from_table(
         if opts.monotone_decode {
             set("aic_decode_monotone", json!(true));
         }
-        if opts.fused_mixed_pass && p.backend != "sglang" && opts.launch.mtp(p, t, pool).is_none() {
-            set("mixed_pass", json!("fused"));
-        }
         if let Some(ms) = dispatch.prefill_pass_ms {
             set("prefill_pass_overhead_ms", json!(ms));
         }
@@ -737,6 +746,9 @@ fn from_table(
         }
         if let Some(server) = opts.launch.sglang(p, t, pool) {
             server.apply(&mut o);
+        }
+        if opts.fused_mixed_pass && pool_can_fuse(&o) {
+            o.insert("mixed_pass".into(), json!("fused"));
         }
         Value::Object(o)
     };

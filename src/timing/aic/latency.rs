@@ -103,6 +103,22 @@ fn memoised<K: std::hash::Hash + Eq>(
 /// Context spacing of the decode table, in tokens.
 pub const DECODE_CONTEXT_STEP: u64 = 64;
 
+/// A time tabulated on the decode grid, at `context`: `at(context)` on a grid point, otherwise
+/// linear between the times `segment(lo)` gives at the grid points `lo` and `lo + step` around it.
+fn on_decode_grid(
+    context: u64,
+    at: impl FnOnce(u64) -> f64,
+    segment: impl FnOnce(u64) -> (f64, f64),
+) -> f64 {
+    let lo = context - context % DECODE_CONTEXT_STEP;
+    if lo == context {
+        return at(lo);
+    }
+    let (t_lo, t_hi) = segment(lo);
+    let f = (context - lo) as f64 / DECODE_CONTEXT_STEP as f64;
+    t_lo + (t_hi - t_lo) * f
+}
+
 /// With `aic_decode_monotone`, a decode step at batch `b` takes the least estimate over
 /// batches `b..=MONOTONE_DECODE_SPAN·b`.
 pub const MONOTONE_DECODE_SPAN: u64 = 4;
@@ -209,22 +225,30 @@ impl AicLatency {
     /// (batch 1) of `isl` prompt tokens with `prefix` cached, in ms, sharing the pass memo. A
     /// failure is returned, not recorded: the router goes on without a duration, as DynoSim's.
     pub fn load_estimate_ms(&self, isl: u64, prefix: u64) -> Result<f64, String> {
-        let key = (1, isl, prefix);
-        if let Some(t) = self.memo.prefill.read().get(&key) {
-            return t.clone().map_err(|e| e.to_string());
-        }
-        let t: Estimate = self
-            .memo
-            .engine
-            .engine
-            .predict_prefill_latency(1, Self::u32_of(isl), Self::u32_of(prefix))
-            .map(|t| t.max(0.0))
-            .map_err(|e| {
-                format!("AIC prefill prediction failed (batch 1, isl {isl}, prefix {prefix}): {e}")
+        self.prefill_estimate(1, isl, prefix)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The estimator's prefill time of `batch_size` prompts `isl` long with `prefix` cached,
+    /// memoised (the passes and the router's load estimate share it).
+    fn prefill_estimate(&self, batch_size: u64, isl: u64, prefix: u64) -> Estimate {
+        memoised(&self.memo.prefill, (batch_size, isl, prefix), || {
+            self.memo
+                .engine
+                .engine
+                .predict_prefill_latency(
+                    Self::u32_of(batch_size),
+                    Self::u32_of(isl),
+                    Self::u32_of(prefix),
+                )
+                .map(|t| t.max(0.0))
+                .map_err(|e| {
+                    format!(
+                        "AIC prefill prediction failed (batch {batch_size}, isl {isl}, prefix {prefix}): {e}"
+                    )
                     .into()
-            });
-        self.memo.prefill.write().insert(key, t.clone());
-        t.map_err(|e| e.to_string())
+                })
+        })
     }
 
     /// The table's times at `lo` and the next grid point. The passes of a decode stride ask for
@@ -331,21 +355,18 @@ impl AicLatency {
 
     /// The estimator's decode time at one table point, memoised.
     fn estimated_decode(&self, batch_size: u64, context: u64) -> Estimate {
-        let key = (batch_size, context);
-        if let Some(t) = self.memo.decode.read().get(&key) {
-            return t.clone();
-        }
-        let t = self
-            .memo
-            .engine
-            .engine
-            .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
-            .map_err(|e| {
-                format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
+        memoised(&self.memo.decode, (batch_size, context), || {
+            self.memo
+                .engine
+                .engine
+                .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
+                .map_err(|e| {
+                    format!(
+                        "AIC decode prediction failed (batch {batch_size}, context {context}): {e}"
+                    )
                     .into()
-            });
-        self.memo.decode.write().insert(key, t.clone());
-        t
+                })
+        })
     }
 }
 
@@ -355,29 +376,8 @@ impl LatencyModel for AicLatency {
         if batch_size == 0 || new == 0 {
             return 0.0;
         }
-        let key = (batch_size, isl, prefix);
-        if let Some(t) = self.memo.prefill.read().get(&key) {
-            return self.settle(t, 0.0);
-        }
-        let t = self
-            .memo
-            .engine
-            .engine
-            .predict_prefill_latency(
-                Self::u32_of(batch_size),
-                Self::u32_of(isl),
-                Self::u32_of(prefix),
-            )
-            .map(|t| t.max(0.0))
-            .map_err(|e| {
-                format!(
-                    "AIC prefill prediction failed (batch {batch_size}, isl {isl}, prefix {prefix}): {e}"
-                )
-                .into()
-            });
-        let ms = self.settle(&t, 0.0);
-        self.memo.prefill.write().insert(key, t);
-        ms
+        let t = self.prefill_estimate(batch_size, isl, prefix);
+        self.settle(&t, 0.0)
     }
 
     fn decode_ms(
@@ -390,14 +390,11 @@ impl LatencyModel for AicLatency {
         if batch_size == 0 {
             return 0.0;
         }
-        let lo = context - context % DECODE_CONTEXT_STEP;
-        let t = if lo == context {
-            self.decode_at(batch_size, lo)
-        } else {
-            let (t_lo, t_hi) = self.segment(batch_size, lo);
-            let f = (context - lo) as f64 / DECODE_CONTEXT_STEP as f64;
-            t_lo + (t_hi - t_lo) * f
-        };
+        let t = on_decode_grid(
+            context,
+            |lo| self.decode_at(batch_size, lo),
+            |lo| self.segment(batch_size, lo),
+        );
         t.max(1.0)
     }
 
@@ -418,14 +415,16 @@ impl LatencyModel for AicLatency {
             return Some((rest, 0.0));
         }
         // On the decode table's grid, linearly in between, as decode steps are.
-        let lo = context - context % DECODE_CONTEXT_STEP;
-        let attention = if lo == context {
-            self.decode_attention_at(decodes, lo)
-        } else {
-            let a = self.decode_attention_at(decodes, lo);
-            let b = self.decode_attention_at(decodes, lo + DECODE_CONTEXT_STEP);
-            a + (b - a) * ((context - lo) as f64 / DECODE_CONTEXT_STEP as f64)
-        };
+        let attention = on_decode_grid(
+            context,
+            |lo| self.decode_attention_at(decodes, lo),
+            |lo| {
+                (
+                    self.decode_attention_at(decodes, lo),
+                    self.decode_attention_at(decodes, lo + DECODE_CONTEXT_STEP),
+                )
+            },
+        );
         Some((rest, attention))
     }
 }
