@@ -29,6 +29,7 @@
 use super::{AicEngineId, LoadedEngine};
 use crate::timing::LatencyModel;
 use parking_lot::{Mutex, RwLock};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +123,9 @@ fn on_decode_grid(
 /// With `aic_decode_monotone`, a decode step at batch `b` takes the least estimate over
 /// batches `b..=MONOTONE_DECODE_SPAN·b`.
 pub const MONOTONE_DECODE_SPAN: u64 = 4;
+
+/// The fewest missing estimates of a monotone window worth spreading over threads.
+const PARALLEL_ESTIMATES_FROM: usize = 16;
 
 /// AIC timing over one shared loaded engine: the estimator's decode times as they are, or with
 /// `aic_decode_monotone` their least over larger batches. Both views of an engine share one
@@ -290,12 +294,39 @@ impl AicLatency {
             return t.clone();
         }
         let t = self.estimated_decode(batch_size, context).map(|own| {
-            (batch_size + 1..=batch_size.saturating_mul(MONOTONE_DECODE_SPAN))
+            let window = batch_size + 1..=batch_size.saturating_mul(MONOTONE_DECODE_SPAN);
+            self.estimate_decodes(window.clone(), context);
+            window
                 .filter_map(|b| self.estimated_decode(b, context).ok())
                 .fold(own, f64::min)
         });
         self.memo.least.write().insert(key, t.clone());
         t
+    }
+
+    /// Memoises the estimator's decode times of `batches` at `context`, those not yet asked
+    /// for estimated in parallel: a window of large batches costs hundreds of estimates, which
+    /// would otherwise run one after another on the thread of the simulation that asked. Each
+    /// estimate is a function of its key alone, so neither the values nor any result depend on
+    /// which thread computes one, or on the order.
+    fn estimate_decodes(&self, batches: std::ops::RangeInclusive<u64>, context: u64) {
+        let missing: Vec<u64> = {
+            let memo = self.memo.decode.read();
+            batches
+                .filter(|&b| !memo.contains_key(&(b, context)))
+                .collect()
+        };
+        if missing.len() < PARALLEL_ESTIMATES_FROM {
+            return;
+        }
+        let estimates: Vec<(u64, Estimate)> = missing
+            .par_iter()
+            .map(|&b| (b, self.decode_from_estimator(b, context)))
+            .collect();
+        let mut memo = self.memo.decode.write();
+        for (b, t) in estimates {
+            memo.entry((b, context)).or_insert(t);
+        }
     }
 
     /// A fused step's time without its decode attention: AIC's mixed step (every token's
@@ -356,17 +387,20 @@ impl AicLatency {
     /// The estimator's decode time at one table point, memoised.
     fn estimated_decode(&self, batch_size: u64, context: u64) -> Estimate {
         memoised(&self.memo.decode, (batch_size, context), || {
-            self.memo
-                .engine
-                .engine
-                .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
-                .map_err(|e| {
-                    format!(
-                        "AIC decode prediction failed (batch {batch_size}, context {context}): {e}"
-                    )
-                    .into()
-                })
+            self.decode_from_estimator(batch_size, context)
         })
+    }
+
+    /// The estimator's decode time at one table point (not memoised).
+    fn decode_from_estimator(&self, batch_size: u64, context: u64) -> Estimate {
+        self.memo
+            .engine
+            .engine
+            .predict_decode_latency(Self::u32_of(batch_size), Self::u32_of(context), 2)
+            .map_err(|e| {
+                format!("AIC decode prediction failed (batch {batch_size}, context {context}): {e}")
+                    .into()
+            })
     }
 }
 
