@@ -356,6 +356,15 @@ fn parse_after_profile(
         .value()
         .map(queue_policy);
 
+    if a.max_model_len.is_some() && a.engine_type != EngineType::Vllm {
+        return Err(o.error(
+            "max_model_len",
+            format!(
+                "is supported only for engine_type=vllm, got engine_type={}",
+                a.engine_type.display_name()
+            ),
+        ));
+    }
     let sglang = o.object("sglang")?.value();
     if a.engine_type == EngineType::Sglang {
         parse_sglang(o, sglang, block_size, a)?;
@@ -452,20 +461,14 @@ fn parse_engine_type(o: &JsonObject) -> Result<EngineType, InputError> {
 
 /// The `sglang` object and the rules DynoSim checks for SGLang engine args (breadth §1): the
 /// page size is `block_size` (default 1), both must agree when both are set, the chunk size must
-/// be a multiple of it, and `max_model_len` is vLLM-only. Unknown keys inside `sglang` are
-/// ignored, as DynoSim does.
+/// be a multiple of it (`max_model_len`, vLLM-only, is refused before). Unknown keys inside
+/// `sglang` are ignored, as DynoSim does.
 fn parse_sglang(
     o: &JsonObject,
     sglang: Option<&serde_json::Map<String, Value>>,
     block_size: u32,
     a: &mut EngineArgs,
 ) -> Result<(), InputError> {
-    if a.max_model_len.is_some() {
-        return Err(o.error(
-            "max_model_len",
-            "is supported only for engine_type=vllm, got engine_type=Sglang",
-        ));
-    }
     let inner_origin = format!("{}: sglang", o.origin());
     let empty = Value::Object(Default::default());
     let value = sglang.map(|m| Value::Object(m.clone()));
@@ -1264,6 +1267,13 @@ mod tests {
         let m = err(json!({"engine_type": "sglang", "max_model_len": 4096}));
         assert!(
             m.contains("only for engine_type=vllm, got engine_type=Sglang"),
+            "{m}"
+        );
+        // DynoSim refuses it for TRT-LLM as well.
+        let m = err(json!({"engine_type": "trtllm", "max_model_len": 4096}));
+        assert!(
+            m.contains("key \"max_model_len\"")
+                && m.contains("only for engine_type=vllm, got engine_type=Trtllm"),
             "{m}"
         );
         let m = err(json!({"engine_type": "sglang", "sglang": {"page_size": 0}}));
