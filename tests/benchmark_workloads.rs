@@ -114,10 +114,10 @@ fn warmup_requests_leave_no_record_and_measured_times_start_at_zero() {
     let w = generate(&s, 64).unwrap();
     let out = simulate(&w, &cfg(Some(4), true)).unwrap();
     assert_eq!(out.records.len(), 40);
-    assert!(out
-        .records
-        .iter()
-        .all(|r| !r.session_id.starts_with("warmup")));
+    assert!(out.records.iter().all(|r| r
+        .session_id
+        .as_ref()
+        .is_some_and(|s| !s.starts_with("warmup"))));
     // The first four measured requests are released together when the warm-up ends.
     let mut arrivals: Vec<f64> = out.records.iter().map(|r| r.arrival_time_ms).collect();
     arrivals.sort_by(f64::total_cmp);

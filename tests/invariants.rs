@@ -434,13 +434,19 @@ fn check(s: &Setup) -> Result<(), TestCaseError> {
                     "{r:?}"
                 );
             }
-            "rejected" => {
+            // `failed`: disaggregated, routed to a decode worker that can never hold the prompt.
+            "rejected" | "failed" => {
                 prop_assert!(
                     cannot_fit(r, cfg),
-                    "request {} was rejected although it fits: {r:?}",
-                    r.uuid
+                    "request {} was {} although it fits: {r:?}",
+                    r.uuid,
+                    r.terminal_status
                 );
                 prop_assert!(r.first_token_ms.is_none(), "{r:?}");
+                if r.terminal_status == "failed" {
+                    prop_assert!(r.decode_worker_idx.is_none(), "{r:?}");
+                    prop_assert!(r.decode_route_overlap_tokens.is_some(), "{r:?}");
+                }
             }
             other => prop_assert!(false, "unknown terminal status {other}"),
         }

@@ -323,8 +323,8 @@ mod tests {
     #[test]
     fn jsonl_lines_in_spec_order_with_nulls() {
         let rec = RequestRecord {
-            session_id: "s1".into(),
-            turn_index: 2,
+            session_id: Some("s1".into()),
+            turn_index: Some(2),
             uuid: 7,
             arrival_time_ms: 1.0,
             first_token_ms: Some(5.5),

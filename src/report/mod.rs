@@ -113,8 +113,9 @@ pub struct RunTotals {
 /// Per-request record of `--report-jsonl` (spec §8.4); `None` serialises as JSON null.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct RequestRecord {
-    pub session_id: String,
-    pub turn_index: u32,
+    /// `None` where DynoSim's records have none (its single-worker runtime).
+    pub session_id: Option<String>,
+    pub turn_index: Option<u32>,
     pub uuid: u64,
     pub arrival_time_ms: f64,
     pub first_admit_ms: Option<f64>,

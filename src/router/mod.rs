@@ -1,6 +1,7 @@
 //! Request routing (spec §6): round robin and the KV-aware router with its cost function,
 //! active-load tracking, seeded tie-breaking and optional queueing. Routers see workers only as
-//! targets `0..n` (worker-major, then DP rank) and learn about KV contents through events.
+//! targets `0..n` (numbered worker-major, then DP rank; the round robin visits them rank-major)
+//! and learn about KV contents through events.
 //!
 //! Time matters only to DynoSim's AIC prefill-load model (`prefill_load`): every call that
 //! changes or reads the load takes the simulated time in ms.
@@ -18,17 +19,22 @@ use rustc_hash::FxHashMap;
 
 const NO_ROW: u32 = u32::MAX;
 
-/// Cyclic counter over targets (spec §6.1).
+/// Cyclic counter over targets (spec §6.1). With DP ranks it cycles rank-major, as DynoSim
+/// 1.4.2 does (the spec's §4.8 says worker-major; the reference's own runs place the second
+/// request of two workers with two ranks each on the other worker, not on the first one's
+/// second rank): every worker's rank 0, then every worker's rank 1, and so on.
 #[derive(Debug, Clone, Default)]
 pub struct RoundRobin {
     next: usize,
 }
 
 impl RoundRobin {
-    pub fn pick(&mut self, num_targets: usize) -> usize {
+    /// The next target (`worker × ranks + rank`) of `workers` workers with `ranks` DP ranks each.
+    pub fn pick(&mut self, workers: usize, ranks: usize) -> usize {
+        let num_targets = workers * ranks;
         let t = self.next % num_targets;
         self.next = (t + 1) % num_targets;
-        t
+        (t % workers) * ranks + t / workers
     }
 }
 
@@ -453,8 +459,24 @@ mod tests {
     #[test]
     fn round_robin_cycles() {
         let mut rr = RoundRobin::default();
-        let picks: Vec<_> = (0..5).map(|_| rr.pick(3)).collect();
+        let picks: Vec<_> = (0..5).map(|_| rr.pick(3, 1)).collect();
         assert_eq!(picks, vec![0, 1, 2, 0, 1]);
+    }
+
+    #[test]
+    fn round_robin_cycles_rank_major_over_dp_ranks() {
+        // Two workers of two ranks: targets w0r0 = 0, w0r1 = 1, w1r0 = 2, w1r1 = 3.
+        let mut rr = RoundRobin::default();
+        let picks: Vec<_> = (0..6).map(|_| rr.pick(2, 2)).collect();
+        assert_eq!(picks, vec![0, 2, 1, 3, 0, 2]);
+        // Three workers of two ranks: every worker's rank 0 comes before any rank 1.
+        let mut rr = RoundRobin::default();
+        let picks: Vec<_> = (0..6).map(|_| rr.pick(3, 2)).collect();
+        assert_eq!(picks, vec![0, 2, 4, 1, 3, 5]);
+        // One worker: its ranks in order.
+        let mut rr = RoundRobin::default();
+        let picks: Vec<_> = (0..3).map(|_| rr.pick(1, 2)).collect();
+        assert_eq!(picks, vec![0, 1, 0]);
     }
 
     #[test]

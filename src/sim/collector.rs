@@ -15,6 +15,9 @@ enum Status {
     Arrived,
     Completed,
     Rejected,
+    /// Disaggregated: routed to a decode worker whose whole KV pool cannot hold the prompt
+    /// (DynoSim's `failed`; counted with the rejected requests).
+    Failed,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,6 +93,9 @@ pub struct Collector {
     /// Requests `0..warmup` are warm-up requests (`Workload::warmup_sessions`): simulated, left
     /// out of every count and metric.
     warmup: u32,
+    /// The run takes DynoSim's single-worker runtime, whose per-request records name no
+    /// session, turn or worker.
+    single_runtime: bool,
 }
 
 impl Collector {
@@ -108,7 +114,14 @@ impl Collector {
                 Vec::new()
             },
             warmup: 0,
+            single_runtime: false,
         }
+    }
+
+    /// The records are those of DynoSim's single-worker runtime (see `setup::single_runtime`).
+    pub fn with_single_runtime(mut self, single_runtime: bool) -> Self {
+        self.single_runtime = single_runtime;
+        self
     }
 
     /// Leaves requests `0..n` (the warm-up requests) out of every count and metric.
@@ -155,6 +168,12 @@ impl Collector {
         let r = &mut self.recs[req as usize];
         r.decode_worker = Some(worker);
         r.decode_overlap = Some(overlap);
+    }
+
+    /// An aggregated request's target (worker × DP ranks + rank): DynoSim records it as the
+    /// decode worker, with no decode route overlap.
+    pub fn routed_aggregated(&mut self, req: u32, target: u32) {
+        self.recs[req as usize].decode_worker = Some(target);
     }
 
     pub fn source_held(&mut self, req: u32, now: f64) {
@@ -276,6 +295,16 @@ impl Collector {
         r.terminal = now;
     }
 
+    /// A disaggregated request routed to a decode worker (the router's `overlap` tokens) whose
+    /// pool can never hold its prompt: it fails there, as DynoSim's records say, without a
+    /// decode worker of its own.
+    pub fn failed_at_decode(&mut self, req: u32, now: f64, overlap: u32) {
+        let r = &mut self.recs[req as usize];
+        r.status = Status::Failed;
+        r.terminal = now;
+        r.decode_overlap = Some(overlap);
+    }
+
     /// What early stop sees of the requests that have arrived and may count (`countable`).
     pub fn progress(&self, countable: &[bool], out: &mut Vec<super::early_stop::Progress>) {
         for (r, _) in self.recs.iter().zip(countable).filter(|(_, c)| **c) {
@@ -305,7 +334,7 @@ impl Collector {
         }
         for r in &self.recs[skip..] {
             match r.status {
-                Status::Rejected => totals.rejected_requests += 1,
+                Status::Rejected | Status::Failed => totals.rejected_requests += 1,
                 Status::Arrived => totals.unfinished_requests += 1,
                 Status::Completed if r.n_out == 0 => totals.finished_without_output_requests += 1,
                 Status::Completed | Status::Pending => {}
@@ -337,14 +366,19 @@ impl Collector {
                 let status = match r.status {
                     Status::Completed => "completed",
                     Status::Rejected => "rejected",
+                    Status::Failed => "failed",
                     _ => continue,
                 };
                 let spec = &w.requests[i];
                 let done = r.status == Status::Completed && r.n_out > 0;
                 let disagg = r.prefill_worker.is_some();
+                // As DynoSim's records: its single-worker runtime names no session, turn or
+                // worker; an aggregated run has no decode admission or decode route apart from
+                // the request's one admission and route.
+                let named = !self.single_runtime;
                 records.push(RequestRecord {
-                    session_id: w.sessions[spec.session as usize].id.clone(),
-                    turn_index: spec.turn,
+                    session_id: named.then(|| w.sessions[spec.session as usize].id.clone()),
+                    turn_index: named.then_some(spec.turn),
                     uuid: spec.uuid,
                     arrival_time_ms: r.arrival,
                     first_admit_ms: r.first_admit,
@@ -365,16 +399,12 @@ impl Collector {
                         r.reused_max
                     },
                     prefill_worker_idx: r.prefill_worker,
-                    decode_worker_idx: r.decode_worker,
+                    decode_worker_idx: r.decode_worker.filter(|_| named),
                     prefill_admit_ms: if disagg { r.first_admit } else { None },
                     source_held_ms: r.source_held,
                     destination_reserved_ms: r.destination_reserved,
                     destination_activated_ms: r.destination_activated,
-                    decode_admit_ms: if disagg {
-                        r.decode_admit
-                    } else {
-                        r.first_admit
-                    },
+                    decode_admit_ms: if disagg { r.decode_admit } else { None },
                     source_released_ms: r.source_released,
                     decode_reused_input_tokens: r.decode_admit.map(|_| r.decode_reused_max),
                     prefill_route_overlap_tokens: r.prefill_overlap,

@@ -9,19 +9,19 @@ use crate::config::KvTransferTimingMode;
 impl Sim<'_> {
     /// Prefill finished: pick a decode worker and reserve the prompt's KV there (spec §7.2).
     pub(super) fn handoff(&mut self, req: u32, prefill_worker: usize) {
-        if self.refuse_oversized_prompt(req, Some(prefill_worker)) {
-            return;
-        }
-        self.route_destination(req);
+        self.route_destination(req, Some(prefill_worker));
     }
 
     /// A prompt larger than a decode worker's whole KV pool can never be reserved there: the
-    /// request is rejected (like an oversized prompt on an aggregated worker) instead of
-    /// waiting forever. Returns whether it was.
-    pub(super) fn refuse_oversized_prompt(
+    /// request fails (DynoSim's `failed`; counted with the rejected requests) instead of
+    /// waiting forever. It is refused only once routed, as DynoSim routes it first: it takes
+    /// its turn of the round robin (and leaves a KV router's load as it found it). Returns
+    /// whether it was.
+    fn refuse_oversized_prompt(
         &mut self,
         req: u32,
         prefill_worker: Option<usize>,
+        overlap_tokens: u32,
     ) -> bool {
         let r = &self.w.requests[req as usize];
         let decode = &self.workers[self.pools[1].first_worker as usize].ranks[0];
@@ -32,14 +32,22 @@ impl Sim<'_> {
             self.workers[pw].ranks[0].release_held(req, &self.prompts);
             self.workers[pw].stalled = false;
         }
-        self.col.rejected(req, self.now);
+        if let super::PoolRouter::Kv(router) = &mut self.pools[1].router {
+            router.free(req, self.prompts.of(req), self.now);
+        }
+        self.col.failed_at_decode(req, self.now, overlap_tokens);
         self.driver.on_terminal(self.w, req, self.now);
         true
     }
 
-    /// Picks a decode worker for a hand-off and queues the reservation of its prompt's KV.
-    pub(super) fn route_destination(&mut self, req: u32) {
+    /// Picks a decode worker for a hand-off (whose prefill ran on `prefill_worker`, or is still
+    /// to come: SGLang's destination first) and queues the reservation of its prompt's KV, or
+    /// fails the request there when no decode worker can ever hold its prompt.
+    pub(super) fn route_destination(&mut self, req: u32, prefill_worker: Option<usize>) {
         let decision = self.route(1, req);
+        if self.refuse_oversized_prompt(req, prefill_worker, decision.overlap_tokens) {
+            return;
+        }
         let pool = &self.pools[1];
         let wi = pool.first_worker + decision.target as u32;
         self.col

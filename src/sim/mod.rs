@@ -127,12 +127,6 @@ struct Pool {
     queue: Vec<(f64, u64, u32)>,
 }
 
-impl Pool {
-    fn num_targets(&self) -> usize {
-        (self.num_workers * self.dp) as usize
-    }
-}
-
 /// Disaggregated hand-off state of one request.
 #[derive(Debug, Clone, Copy, Default)]
 struct Handoff {
@@ -640,10 +634,7 @@ impl<'w> Sim<'w> {
         }
         self.col.arrival(req, stamp);
         if self.destination_first {
-            if self.refuse_oversized_prompt(req, None) {
-                return;
-            }
-            self.route_destination(req);
+            self.route_destination(req, None);
         } else {
             self.submit(0, req);
         }
@@ -673,10 +664,10 @@ impl<'w> Sim<'w> {
     fn route(&mut self, p: usize, req: u32) -> Decision {
         let r = &self.w.requests[req as usize];
         let pool = &mut self.pools[p];
-        let num_targets = pool.num_targets();
+        let (workers, ranks) = (pool.num_workers as usize, pool.dp as usize);
         match &mut pool.router {
             PoolRouter::RoundRobin(rr) => Decision {
-                target: rr.pick(num_targets),
+                target: rr.pick(workers, ranks),
                 overlap_tokens: 0,
             },
             PoolRouter::Kv(router) => router.route(
@@ -771,7 +762,8 @@ impl<'w> Sim<'w> {
         let local = wi - pool.first_worker;
         match worker.role {
             Role::Prefill => self.col.routed_prefill(req, local, decision.overlap_tokens),
-            _ => self.col.routed_decode(req, local, decision.overlap_tokens),
+            Role::Decode => self.col.routed_decode(req, local, decision.overlap_tokens),
+            Role::Aggregated => self.col.routed_aggregated(req, decision.target as u32),
         }
         self.interrupt_stride(wi as usize);
     }
@@ -1198,7 +1190,7 @@ mod tests {
     use crate::config::{EngineArgs, LoadSpec, RouterConfig, RouterMode, Sla, WorkerType};
 
     #[test]
-    fn prompt_larger_than_the_decode_pool_is_rejected_not_stuck() {
+    fn prompt_larger_than_the_decode_pool_fails_not_stuck() {
         let text = "{\"timestamp\": 0, \"input_length\": 201, \"output_length\": 1, \
                     \"hash_ids\": [0,1,2,3,4,5,6,7,8,9,10,11,12]}\n";
         let w = crate::workload::formats::mooncake::parse_trace(text, "t.jsonl", 16).unwrap();
@@ -1226,7 +1218,11 @@ mod tests {
         let out = simulate(&w, &cfg).unwrap();
         assert_eq!(out.report.get("num_requests"), Some(1.0));
         assert_eq!(out.report.get("completed_requests"), Some(0.0));
+        assert_eq!(out.report.get("rejected_requests"), Some(1.0));
         assert_eq!(out.records.len(), 1);
-        assert_eq!(out.records[0].terminal_status, "rejected");
+        // DynoSim's status for a request routed to a decode worker that can never hold it.
+        assert_eq!(out.records[0].terminal_status, "failed");
+        assert_eq!(out.records[0].decode_route_overlap_tokens, Some(0));
+        assert_eq!(out.records[0].decode_worker_idx, None);
     }
 }
