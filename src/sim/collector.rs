@@ -93,9 +93,6 @@ pub struct Collector {
     /// Requests `0..warmup` are warm-up requests (`Workload::warmup_sessions`): simulated, left
     /// out of every count and metric.
     warmup: u32,
-    /// The run takes DynoSim's single-worker runtime, whose per-request records name no
-    /// session, turn or worker.
-    single_runtime: bool,
 }
 
 impl Collector {
@@ -114,14 +111,7 @@ impl Collector {
                 Vec::new()
             },
             warmup: 0,
-            single_runtime: false,
         }
-    }
-
-    /// The records are those of DynoSim's single-worker runtime (see `setup::single_runtime`).
-    pub fn with_single_runtime(mut self, single_runtime: bool) -> Self {
-        self.single_runtime = single_runtime;
-        self
     }
 
     /// Leaves requests `0..n` (the warm-up requests) out of every count and metric.
@@ -318,12 +308,14 @@ impl Collector {
     }
 
     /// The report and records of the measured requests, their times counted from
-    /// `measured_from` (0 without warm-up: unchanged).
+    /// `measured_from` (0 without warm-up: unchanged). `single_runtime`: the run took DynoSim's
+    /// single-worker runtime, whose records name no session, turn or worker.
     pub fn finish(
         mut self,
         w: &Workload,
         mut totals: RunTotals,
         measured_from: f64,
+        single_runtime: bool,
     ) -> super::SimOutput {
         totals.num_requests = self.arrivals;
         let skip = self.warmup as usize;
@@ -375,7 +367,7 @@ impl Collector {
                 // As DynoSim's records: its single-worker runtime names no session, turn or
                 // worker; an aggregated run has no decode admission or decode route apart from
                 // the request's one admission and route.
-                let named = !self.single_runtime;
+                let named = !single_runtime;
                 records.push(RequestRecord {
                     session_id: named.then(|| w.sessions[spec.session as usize].id.clone()),
                     turn_index: named.then_some(spec.turn),

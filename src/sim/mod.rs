@@ -1178,7 +1178,9 @@ impl<'w> Sim<'w> {
                     .sum(),
                 cause,
             });
-        let mut out = self.col.finish(self.w, totals, measured_from);
+        let mut out = self
+            .col
+            .finish(self.w, totals, measured_from, self.single_runtime);
         out.report.stall = stall;
         out
     }

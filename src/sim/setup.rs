@@ -70,8 +70,7 @@ impl<'w> Sim<'w> {
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some())
-                .with_warmup(w.warmup_sessions)
-                .with_single_runtime(single_runtime(cfg)),
+                .with_warmup(w.warmup_sessions),
             now: 0.0,
             early: EarlyCheck::default(),
             stall: None,
