@@ -374,6 +374,30 @@ fn disaggregated_requests_too_large_for_decode_fail_as_in_the_reference() {
     }
 }
 
+/// The records name sessions and turns as DynoSim's do: an open-loop replay of a flat trace on
+/// several workers names none (null), a closed-loop one names every row without a `session_id`
+/// `request_<line>`, and a `dynamo` request trace names its k-th request `request_<k>`.
+#[test]
+fn records_name_sessions_as_in_the_reference() {
+    for name in [
+        "c400_open_rr2_names",
+        "c400_conc8_rr2_names",
+        "dyn_conc4_rr2_names",
+    ] {
+        records_match(
+            "extra",
+            name,
+            &["arrival_time_ms", "input_length", "requested_output_length"],
+            &[
+                "session_id",
+                "turn_index",
+                "decode_worker_idx",
+                "first_token_ms",
+            ],
+        );
+    }
+}
+
 /// Compares `dynosim run --report-jsonl` for case `name` of `tests/data/reference/<table>` with
 /// the reference's trimmed records (`<name>.records.jsonl.gz`): requests are told apart by the
 /// `key` fields (ambiguous keys skipped), and every field of `fields` the reference records have

@@ -76,6 +76,17 @@ impl Rec {
     }
 }
 
+/// Which names the per-request records carry, as DynoSim's records do: its single-worker
+/// runtime names no session, turn or worker; its open-loop replay of single-turn requests on
+/// the multi-worker runtime names the worker but no session or turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordNaming {
+    /// `session_id` and `turn_index`.
+    pub sessions: bool,
+    /// `decode_worker_idx`.
+    pub decode_worker: bool,
+}
+
 pub struct Collector {
     recs: Vec<Rec>,
     gaps: TokenGaps,
@@ -308,14 +319,14 @@ impl Collector {
     }
 
     /// The report and records of the measured requests, their times counted from
-    /// `measured_from` (0 without warm-up: unchanged). `single_runtime`: the run took DynoSim's
-    /// single-worker runtime, whose records name no session, turn or worker.
+    /// `measured_from` (0 without warm-up: unchanged). `naming` says which of a record's
+    /// session, turn and decode worker the run's records carry.
     pub fn finish(
         mut self,
         w: &Workload,
         mut totals: RunTotals,
         measured_from: f64,
-        single_runtime: bool,
+        naming: RecordNaming,
     ) -> super::SimOutput {
         totals.num_requests = self.arrivals;
         let skip = self.warmup as usize;
@@ -364,10 +375,9 @@ impl Collector {
                 let spec = &w.requests[i];
                 let done = r.status == Status::Completed && r.n_out > 0;
                 let disagg = r.prefill_worker.is_some();
-                // As DynoSim's records: its single-worker runtime names no session, turn or
-                // worker; an aggregated run has no decode admission or decode route apart from
-                // the request's one admission and route.
-                let named = !single_runtime;
+                // As DynoSim's records (see `RecordNaming`); an aggregated run has no decode
+                // admission or decode route apart from the request's one admission and route.
+                let named = naming.sessions;
                 records.push(RequestRecord {
                     session_id: named.then(|| w.sessions[spec.session as usize].id.clone()),
                     turn_index: named.then_some(spec.turn),
@@ -391,7 +401,7 @@ impl Collector {
                         r.reused_max
                     },
                     prefill_worker_idx: r.prefill_worker,
-                    decode_worker_idx: r.decode_worker.filter(|_| named),
+                    decode_worker_idx: r.decode_worker.filter(|_| naming.decode_worker),
                     prefill_admit_ms: if disagg { r.first_admit } else { None },
                     source_held_ms: r.source_held,
                     destination_reserved_ms: r.destination_reserved,

@@ -25,7 +25,7 @@ use crate::router::{Decision, KvRouter, RoundRobin, RouteRequest};
 use crate::timing::Timing;
 use crate::workload::sharing::PromptBlocks;
 use crate::workload::Workload;
-use collector::Collector;
+use collector::{Collector, RecordNaming};
 use driver::Driver;
 use early_stop::{StopBound, Stopped};
 use std::borrow::Cow;
@@ -163,6 +163,8 @@ struct Sim<'w> {
     arrival_at_pass_end: bool,
     /// DynoSim's single-worker runtime (see `setup::single_runtime`).
     single_runtime: bool,
+    /// What the per-request records name (see `setup::record_naming`).
+    record_naming: RecordNaming,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -1180,7 +1182,7 @@ impl<'w> Sim<'w> {
             });
         let mut out = self
             .col
-            .finish(self.w, totals, measured_from, self.single_runtime);
+            .finish(self.w, totals, measured_from, self.record_naming);
         out.report.stall = stall;
         out
     }

@@ -3,7 +3,7 @@
 //! the load driver, and decides which of DynoSim's two runtimes the run reproduces. Nothing here
 //! advances the clock: the event loop and its steps live in the parent module.
 
-use super::collector::Collector;
+use super::collector::{Collector, RecordNaming};
 use super::driver::{self, Driver};
 use super::{EarlyCheck, Handoff, Pool, PoolRouter, Role, Sim, SimOptions, Worker};
 use crate::config::{
@@ -69,6 +69,7 @@ impl<'w> Sim<'w> {
             driver: Driver::new(&cfg.load, cfg.topology.entry_pool().request_overhead_ms),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
+            record_naming: record_naming(cfg, w),
             col: Collector::new(n, cfg.record_requests, cfg.max_sim_time_ms.is_some())
                 .with_warmup(w.warmup_sessions),
             now: 0.0,
@@ -261,6 +262,21 @@ fn check_engine(args: &EngineArgs, what: &str) -> Result<(), SimError> {
 /// mode records the scheduled time instead, and so does the multi-worker runtime in both modes.)
 fn stamps_arrival_at_pass_end(cfg: &SimConfig) -> bool {
     cfg.load.replay_concurrency.is_some() && single_runtime(cfg)
+}
+
+/// What DynoSim 1.4.2's per-request records name. Its single-worker runtime names no session,
+/// turn or decode worker. Its multi-worker runtime names them all, except in open loop when
+/// every session has one turn and none waits for another (a flat trace): it then replays plain
+/// requests, which have a worker but no session or turn. (Agentic traces, whose requests wait for
+/// others, keep their names here; DynoSim 1.4.2 writes no records for them at all.)
+fn record_naming(cfg: &SimConfig, w: &Workload) -> RecordNaming {
+    let single = single_runtime(cfg);
+    let open_loop_flat =
+        cfg.load.replay_concurrency.is_none() && w.flat && w.dependencies.is_empty();
+    RecordNaming {
+        sessions: !single && !open_loop_flat,
+        decode_worker: !single,
+    }
 }
 
 /// Whether DynoSim 1.4.2 runs this configuration on its single-worker runtime (one aggregated

@@ -148,7 +148,8 @@ fn build(
     }
 }
 
-/// Requests without agent context: one single-turn session each.
+/// Requests without agent context: one single-turn session each, named `request_<k>` for the
+/// k-th request in arrival order (1-based), as DynoSim names them.
 fn independent(
     records: Vec<Record>,
     tbs: u32,
@@ -163,7 +164,7 @@ fn independent(
             .push_prompt(r.hashes)
             .ok_or_else(|| InputError::new(format!("{}: too many hash ids (limit 2^32)", r.at)))?;
         sessions.push(SessionSpec {
-            id: r.request_id,
+            id: format!("request_{}", i + 1),
             first_arrival_ms: match timing {
                 Timing::OpenLoop => Some((r.start_ms - min_start) as f64),
                 Timing::ClosedLoop => None,
@@ -400,7 +401,7 @@ mod tests {
         assert_eq!(w.trace_block_size, 4);
         let arrivals: Vec<_> = w.sessions.iter().map(|s| s.first_arrival_ms).collect();
         assert_eq!(arrivals, [Some(0.0), Some(100.0)]);
-        assert_eq!(w.sessions[0].id, "a");
+        assert_eq!(w.sessions[0].id, "request_1");
         assert_eq!(w.blocks_of(&w.requests[0]), [0, 1]);
         assert_eq!(w.blocks_of(&w.requests[1]), [0, 2]);
         let e = parse(&text, "d.jsonl", Some(8), Timing::OpenLoop)
