@@ -271,7 +271,7 @@ fn measured_profiles_match_the_reference() {
 /// the conversation trace), reference reports in `tests/data/reference/formats/`.
 #[test]
 fn trace_formats_and_trtllm_match_the_reference() {
-    reference_table_matches("formats", 32, &[]);
+    reference_table_matches("formats", 39, &[]);
 }
 
 /// Multi-token prediction (`aic_nextn`, with DynoSim's polynomial timing) on the vLLM, TRT-LLM

@@ -467,7 +467,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let page = self.s.page;
         let r = &self.reqs[slot as usize];
         let keys = PageKeys {
-            shared: prompts.of(r.req),
+            shared: prompts.whole_sequence_of(r.req),
             req: r.req,
         };
         let full = chunk_end / page;
@@ -509,7 +509,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             return false;
         }
         let keys = PageKeys {
-            shared: prompts.of(req),
+            shared: prompts.whole_sequence_of(req),
             req,
         };
         let full = chunk_end / self.s.page;
@@ -526,7 +526,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let r = &self.reqs[slot as usize];
         let (req, node, cached, published) = (r.req, r.node, r.cached_pages, r.published_pages);
         let keys = PageKeys {
-            shared: prompts.of(req),
+            shared: prompts.whole_sequence_of(req),
             req,
         };
         self.publish_range(&keys, published.max(cached), end);
@@ -585,7 +585,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let private = self.pages_of(r.materialized) - cached;
         self.cache.free(private);
         let keys = PageKeys {
-            shared: prompts.of(req),
+            shared: prompts.whole_sequence_of(req),
             req,
         };
         for i in cached..published {
@@ -612,7 +612,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         for &slot in &self.waiting {
             let r = &self.reqs[slot as usize];
             let keys = PageKeys {
-                shared: prompts.of(r.req),
+                shared: prompts.whole_sequence_of(r.req),
                 req: r.req,
             };
             let len = r.len();

@@ -8,10 +8,16 @@ use super::{Content, SessionSpec, Workload};
 use rustc_hash::FxHashMap;
 
 /// Full engine blocks of a request's computed sequence: its prompt and all but the last output
-/// token (whose KV is never computed).
+/// token (whose KV is never computed). What vLLM and TRT-LLM cache.
 fn computed_blocks(input: u32, output: u32, bs: u64) -> u64 {
     let computed = u64::from(input).max(u64::from(input) + u64::from(output).saturating_sub(1));
     computed / bs
+}
+
+/// Full engine blocks of a request's whole sequence, its prompt and every output token: what
+/// SGLang's radix cache holds, which keeps a slot for the last output token too.
+fn sequence_blocks(input: u32, output: u32, bs: u64) -> u64 {
+    (u64::from(input) + u64::from(output)) / bs
 }
 
 /// The shareable engine blocks of a delta workload's sessions for one engine block size.
@@ -19,8 +25,9 @@ pub(crate) struct SessionBlocks {
     /// Each session's shareable blocks, one list per session, as dense content ids.
     pub ids: Vec<u32>,
     /// Per request: (start of its session's list in `ids`, its shareable blocks, of which the
-    /// first are prompt blocks). Its blocks are a prefix of its session's list.
-    pub spans: Vec<(usize, u32, u32)>,
+    /// first are prompt blocks, and its shareable blocks counting the last output token's, as
+    /// SGLang caches them). Its blocks are a prefix of its session's list.
+    pub spans: Vec<(usize, u32, u32, u32)>,
     /// Number of distinct ids (all are below it).
     pub num_ids: u32,
 }
@@ -122,8 +129,9 @@ pub(crate) fn session_blocks(w: &Workload, block_size: u32) -> SessionBlocks {
             .take_while(|&&b| holders[b as usize] >= 2)
             .count() as u64;
         if shared == own.len() as u64 && turns.len() >= 2 {
+            // The last turn's prompt holds the turn before it whole, its last output token too.
             let r = &turns[turns.len() - 2];
-            shared = shared.max(computed_blocks(r.input_length, r.output_length, bs));
+            shared = shared.max(sequence_blocks(r.input_length, r.output_length, bs));
         }
         // Ids run out at u32::MAX (the pool's "absent" marker): sharing then stops.
         let shared = shared.min(u64::from(u32::MAX - 1 - next_id)) as usize;
@@ -148,7 +156,8 @@ pub(crate) fn session_blocks(w: &Workload, block_size: u32) -> SessionBlocks {
         for r in turns {
             let n = computed_blocks(r.input_length, r.output_length, bs).min(shared as u64);
             let prompt = (u64::from(r.input_length) / bs).min(n);
-            spans.push((start, n as u32, prompt as u32));
+            let whole = sequence_blocks(r.input_length, r.output_length, bs).min(shared as u64);
+            spans.push((start, n as u32, prompt as u32, whole as u32));
         }
     }
     SessionBlocks {

@@ -36,6 +36,9 @@ pub struct PromptBlocks {
     /// (the rest hold output tokens a later turn's prompt repeats).
     ends: Vec<usize>,
     prompt_lens: Vec<u32>,
+    /// `mooncake-delta` only (else empty): per request, where its ids end counting the block
+    /// of its last output token (SGLang's cached sequence).
+    whole_ends: Vec<usize>,
 }
 
 impl PromptBlocks {
@@ -61,6 +64,7 @@ impl PromptBlocks {
             num_ids,
             ends: Vec::new(),
             prompt_lens: Vec::new(),
+            whole_ends: Vec::new(),
         }
     }
 
@@ -70,10 +74,12 @@ impl PromptBlocks {
         let mut starts = Vec::with_capacity(b.spans.len() + 1);
         let mut ends = Vec::with_capacity(b.spans.len());
         let mut prompt_lens = Vec::with_capacity(b.spans.len());
-        for &(start, len, prompt) in &b.spans {
+        let mut whole_ends = Vec::with_capacity(b.spans.len());
+        for &(start, len, prompt, whole) in &b.spans {
             starts.push(start);
             ends.push(start + len as usize);
             prompt_lens.push(prompt);
+            whole_ends.push(start + whole as usize);
         }
         starts.push(b.ids.len());
         PromptBlocks {
@@ -83,6 +89,7 @@ impl PromptBlocks {
             num_ids: b.num_ids,
             ends,
             prompt_lens,
+            whole_ends,
         }
     }
 
@@ -119,6 +126,19 @@ impl PromptBlocks {
         match (self.starts.get(r), end) {
             (Some(&a), Some(b)) => &self.ids[a..b],
             _ => &[],
+        }
+    }
+
+    /// Content ids of request `req`'s shareable leading full blocks of prompt and output,
+    /// counting the block its last output token completes: what SGLang's radix cache holds
+    /// (it keeps that token's slot, where vLLM never computes its KV). Differs from
+    /// [`PromptBlocks::sequence_of`] only in `mooncake-delta` workloads.
+    #[inline]
+    pub fn whole_sequence_of(&self, req: u32) -> &[u32] {
+        let r = req as usize;
+        match (self.starts.get(r), self.whole_ends.get(r)) {
+            (Some(&a), Some(&b)) => &self.ids[a..b],
+            _ => self.sequence_of(req),
         }
     }
 

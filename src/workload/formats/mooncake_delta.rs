@@ -18,15 +18,18 @@
 //!   `output_token_ids` are not used: they would only matter where two sessions have the same
 //!   history *and* the same authored outputs).
 //! * Engines cache the blocks a request fills while decoding under the same chained hashes,
-//!   so turn k+1 finds turn k's prompt *and output* blocks (all full blocks of its computed
-//!   `input + output − 1` tokens) in a worker's cache, and the KV router sees them.
+//!   so turn k+1 finds turn k's prompt *and output* blocks in a worker's cache, and the KV
+//!   router sees them: on vLLM and TRT-LLM all full blocks of its computed `input + output − 1`
+//!   tokens, on SGLang all full pages of its `input + output` tokens (its radix cache keeps the
+//!   last output token's slot).
 //! * A trace of single-turn sessions is replayed as a plain Mooncake trace.
 //! * Rejected for disaggregated replay (checked where the topology is known).
 //!
 //! Not modelled: DynoSim appends only the tokens a turn actually *emitted* (none for a rejected
 //! turn, fewer for an output clamped to a TRT-LLM pool or to `max_model_len`); dynosim's
 //! streams assume every turn emits its planned output. Prompts only grow, so such a session's
-//! later turns are usually refused either way (checked against DynoSim: same reports).
+//! later turns are usually refused either way (checked against DynoSim: same reports; the
+//! refused turns' records show a longer `input_length`).
 
 use super::{mooncake, Timing};
 use crate::error::InputError;
@@ -153,6 +156,25 @@ mod tests {
         let p2 = PromptBlocks::new(&w, 2);
         assert_eq!(p2.of(4).len(), 2);
         assert_eq!(p2.of(4), &p2.of(0)[..2]);
+    }
+
+    #[test]
+    fn sglang_finds_the_block_of_the_last_output_token() {
+        // Turn 0: 8 tokens of id 1 and 4 outputs, [1111][1111][oooo]; vLLM computes 11 of
+        // those tokens (two full blocks), SGLang's radix cache keeps all 12 (three). Turn 1
+        // adds 4 tokens of id 2: its prompt holds all three.
+        let text = concat!(
+            r#"{"session_id":"d","timestamp":0,"input_length":8,"output_length":4,"hash_ids":[1,1]}"#,
+            "\n",
+            r#"{"session_id":"d","delay":1,"input_length":4,"output_length":1,"hash_ids":[2]}"#,
+        );
+        let w = parse(text, "d.jsonl", 4, Timing::OpenLoop).unwrap();
+        let p = PromptBlocks::new(&w, 4);
+        assert_eq!(p.sequence_of(0).len(), 2);
+        assert_eq!(p.whole_sequence_of(0).len(), 3);
+        assert_eq!(p.of(1), p.whole_sequence_of(0));
+        // The last turn keeps ids only for blocks an earlier turn holds too.
+        assert_eq!(p.whole_sequence_of(1), p.sequence_of(1));
     }
 
     #[test]
