@@ -1095,6 +1095,17 @@ impl<'w> Sim<'w> {
                 }
             }
             self.workers[wi].outputs[rank] = out;
+            if load_changed
+                && role == Role::Aggregated
+                && rank + 1 < self.workers[wi].ranks.len()
+                && matches!(self.pools[p].router, PoolRouter::Kv(_))
+            {
+                // DynoSim hands a worker's DP ranks' outputs to the router one rank at a time
+                // and releases its queue after each: a request queued there sees rank 0's
+                // completions before rank 1's.
+                self.drain_queue(p);
+                load_changed = false;
+            }
         }
         if role == Role::Decode {
             // DynoSim's order at a pass end: one reservation attempt, then the activations that
