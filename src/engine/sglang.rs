@@ -162,6 +162,15 @@ pub struct SglangEngine<M: LatencyModel> {
     finished_slots: Vec<u32>,
 }
 
+/// The radix-cache keys of request `req`'s pages: the content ids of its whole sequence, the
+/// last output token's page included (SGLang keeps that token's slot), then ids of its own.
+fn page_keys(prompts: &PromptBlocks, req: u32) -> PageKeys<'_> {
+    PageKeys {
+        shared: prompts.whole_sequence_of(req),
+        req,
+    }
+}
+
 impl<M: LatencyModel> SglangEngine<M> {
     pub fn new(args: &EngineArgs, model: M, record_kv_events: bool) -> Self {
         let g = &args.sglang;
@@ -466,10 +475,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn allocate(&mut self, slot: u32, chunk_end: u32, prompts: &PromptBlocks) -> Option<u32> {
         let page = self.s.page;
         let r = &self.reqs[slot as usize];
-        let keys = PageKeys {
-            shared: prompts.whole_sequence_of(r.req),
-            req: r.req,
-        };
+        let keys = page_keys(prompts, r.req);
         let full = chunk_end / page;
         let (m, node) = self.cache.match_prefix(&keys, full);
         let required = self.pages_of(chunk_end - m * page);
@@ -508,10 +514,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         if !self.cache.alloc(required) {
             return false;
         }
-        let keys = PageKeys {
-            shared: prompts.whole_sequence_of(req),
-            req,
-        };
+        let keys = page_keys(prompts, req);
         let full = chunk_end / self.s.page;
         self.publish_range(&keys, published, full);
         let r = &mut self.reqs[slot as usize];
@@ -525,10 +528,7 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn insert_pages(&mut self, slot: u32, end: u32, prompts: &PromptBlocks) -> u32 {
         let r = &self.reqs[slot as usize];
         let (req, node, cached, published) = (r.req, r.node, r.cached_pages, r.published_pages);
-        let keys = PageKeys {
-            shared: prompts.whole_sequence_of(req),
-            req,
-        };
+        let keys = page_keys(prompts, req);
         self.publish_range(&keys, published.max(cached), end);
         let (new_node, added) = self.cache.insert_from(node, cached, &keys, end, true);
         let dups = end - cached - added;
@@ -584,10 +584,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         let (req, node, cached, published) = (r.req, r.node, r.cached_pages, r.published_pages);
         let private = self.pages_of(r.materialized) - cached;
         self.cache.free(private);
-        let keys = PageKeys {
-            shared: prompts.whole_sequence_of(req),
-            req,
-        };
+        let keys = page_keys(prompts, req);
         for i in cached..published {
             self.unpublish(keys.get(i));
         }
@@ -611,10 +608,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             Vec::with_capacity(self.waiting.len());
         for &slot in &self.waiting {
             let r = &self.reqs[slot as usize];
-            let keys = PageKeys {
-                shared: prompts.whole_sequence_of(r.req),
-                req: r.req,
-            };
+            let keys = page_keys(prompts, r.req);
             let len = r.len();
             let prefix = self.cache.prefix_match_len(&keys, len / page) * page;
             let deprioritized = prefix <= LPM_DUPLICATE_TOKENS
