@@ -24,12 +24,24 @@ fn sequence_blocks(input: u32, output: u32, bs: u64) -> u64 {
 pub(crate) struct SessionBlocks {
     /// Each session's shareable blocks, one list per session, as dense content ids.
     pub ids: Vec<u32>,
-    /// Per request: (start of its session's list in `ids`, its shareable blocks, of which the
-    /// first are prompt blocks, and its shareable blocks counting the last output token's, as
-    /// SGLang caches them). Its blocks are a prefix of its session's list.
-    pub spans: Vec<(usize, u32, u32, u32)>,
+    /// Per request, where its blocks are in `ids`: a prefix of its session's list.
+    pub spans: Vec<Span>,
     /// Number of distinct ids (all are below it).
     pub num_ids: u32,
+}
+
+/// One request's blocks: a prefix of its session's list of ids.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    /// Where its session's list starts in `SessionBlocks::ids`.
+    pub start: usize,
+    /// Its shareable blocks of prompt and output, all but the last output token's (what vLLM
+    /// and TRT-LLM cache).
+    pub computed: u32,
+    /// How many of those are prompt blocks.
+    pub prompt: u32,
+    /// Its shareable blocks counting the last output token's (what SGLang caches).
+    pub whole: u32,
 }
 
 /// Cuts every session's token stream into engine blocks of `block_size` tokens and keeps, per
@@ -157,7 +169,12 @@ pub(crate) fn session_blocks(w: &Workload, block_size: u32) -> SessionBlocks {
             let n = computed_blocks(r.input_length, r.output_length, bs).min(shared as u64);
             let prompt = (u64::from(r.input_length) / bs).min(n);
             let whole = sequence_blocks(r.input_length, r.output_length, bs).min(shared as u64);
-            spans.push((start, n as u32, prompt as u32, whole as u32));
+            spans.push(Span {
+                start,
+                computed: n as u32,
+                prompt: prompt as u32,
+                whole: whole as u32,
+            });
         }
     }
     SessionBlocks {

@@ -75,11 +75,11 @@ impl PromptBlocks {
         let mut ends = Vec::with_capacity(b.spans.len());
         let mut prompt_lens = Vec::with_capacity(b.spans.len());
         let mut whole_ends = Vec::with_capacity(b.spans.len());
-        for &(start, len, prompt, whole) in &b.spans {
-            starts.push(start);
-            ends.push(start + len as usize);
-            prompt_lens.push(prompt);
-            whole_ends.push(start + whole as usize);
+        for span in &b.spans {
+            starts.push(span.start);
+            ends.push(span.start + span.computed as usize);
+            prompt_lens.push(span.prompt);
+            whole_ends.push(span.start + span.whole as usize);
         }
         starts.push(b.ids.len());
         PromptBlocks {
