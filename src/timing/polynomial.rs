@@ -15,10 +15,12 @@ impl Polynomial {
         (4.209989e-07 * t * t + 1.518344e-02 * t + 1.650142e+01).max(0.0)
     }
 
-    /// Decode step time at KV utilisation `p` in [0, 1], clamped to at least 1 ms.
+    /// Decode step time at KV utilisation `p` in [0, 1], clamped to at least 1 ms. The square
+    /// is taken first, as DynoSim evaluates it: `(−25.74 · p) · p` can differ in the last bit,
+    /// which moves a pass time rounded to the nanosecond by 1 ns (at p = 0.875, for one).
     #[inline]
     pub fn decode_of_utilisation(p: f64) -> f64 {
-        (-25.74 * p * p + 54.01 * p + 5.74).max(1.0)
+        (-25.74 * (p * p) + 54.01 * p + 5.74).max(1.0)
     }
 }
 
@@ -101,6 +103,16 @@ mod tests {
         assert_eq!(m.decode_ms(0, 10, 10, 100), 0.0);
         // Empty pool counts as full utilisation.
         assert!(close(m.decode_ms(1, 0, 0, 0), 34.01, 1e-9));
+    }
+
+    #[test]
+    fn decode_squares_the_utilisation_first() {
+        // At p = 0.875 the two evaluation orders straddle a half nanosecond: DynoSim's pass
+        // takes 33,291,562 ns (checked against the reference on 1,000-block pools, where the
+        // orders differ at seven block counts); multiplying -25.74 by p first gives one more.
+        let t = Polynomial::decode_of_utilisation(0.875);
+        assert_eq!(t, 33.2915625);
+        assert_eq!(crate::timing::pass_time(t, 1.0), 33.291562);
     }
 
     #[test]
