@@ -374,6 +374,44 @@ fn disaggregated_requests_too_large_for_decode_fail_as_in_the_reference() {
     }
 }
 
+/// In a disaggregated (vLLM) run, a request released at the instant a prefill pass ends, by a
+/// rejection in that pass, arrives after the prefill worker went on: it waits for the next
+/// prefill pass (`dis_reject_release_conc2`: the third request joins the pass after the second
+/// chunk of the first), and the zero-time passes that emit the finished prefills' hidden
+/// tokens run before it (`ac_shared_disagg_conc32`: two sources held at that instant, not one
+/// pass later). The decode polynomial squares the utilisation first, as DynoSim does, so the
+/// pass times there agree to the nanosecond. On one aggregated worker the same request joins
+/// the pass that starts at that instant (`agg_reject_release_conc2`).
+#[test]
+fn disaggregated_arrivals_at_a_prefill_pass_end_wait_as_in_the_reference() {
+    records_match(
+        "extra",
+        "agg_reject_release_conc2",
+        &["arrival_time_ms", "input_length", "requested_output_length"],
+        &[
+            "first_admit_ms",
+            "first_token_ms",
+            "last_token_ms",
+            "terminal_status",
+        ],
+    );
+    for name in ["dis_reject_release_conc2", "ac_shared_disagg_conc32"] {
+        records_match(
+            "extra",
+            name,
+            &["arrival_time_ms", "input_length", "requested_output_length"],
+            &[
+                "prefill_admit_ms",
+                "source_held_ms",
+                "decode_admit_ms",
+                "first_token_ms",
+                "last_token_ms",
+                "terminal_status",
+            ],
+        );
+    }
+}
+
 /// The records name sessions and turns as DynoSim's do: an open-loop replay of a flat trace on
 /// several workers names none (null), a closed-loop one names every row without a `session_id`
 /// `request_<line>`, and a `dynamo` request trace names its k-th request `request_<k>`.

@@ -165,6 +165,14 @@ struct Sim<'w> {
     single_runtime: bool,
     /// What the per-request records name (see `setup::record_naming`).
     record_naming: RecordNaming,
+    /// DynoSim's disaggregated runtime with the "source first" hand-off (vLLM) takes an
+    /// instant's arrivals before its events (pass ends): a request released at that instant by
+    /// a terminal (a prefill worker's rejection, a completion in closed loop) arrives after the
+    /// workers started their next passes, so it does not join a pass that starts then, nor a
+    /// prefill worker's zero-time passes. The aggregated runtimes, and the disaggregated one
+    /// with SGLang's "destination first" hand-off, take them after the events, and such a
+    /// request joins the next pass (each order checked against the reference).
+    arrivals_before_events: bool,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -337,11 +345,14 @@ impl<'w> Sim<'w> {
             }
             self.now = now;
             loop {
-                let mut changed = self.apply_events_through(now);
+                let mut changed = false;
+                if self.arrivals_before_events && !capped {
+                    changed |= self.take_arrivals(now);
+                }
+                changed |= self.apply_events_through(now);
                 if !capped {
-                    while let Some(req) = self.driver.pop_due(now) {
-                        self.arrive(req);
-                        changed = true;
+                    if !self.arrivals_before_events {
+                        changed |= self.take_arrivals(now);
                     }
                     for k in 0..self.start_order.len() {
                         let wi = self.start_order[k] as usize;
@@ -361,6 +372,16 @@ impl<'w> Sim<'w> {
             }
         }
         Ok(())
+    }
+
+    /// Delivers every arrival due at `now`; whether there was any.
+    fn take_arrivals(&mut self, now: f64) -> bool {
+        let mut any = false;
+        while let Some(req) = self.driver.pop_due(now) {
+            self.arrive(req);
+            any = true;
+        }
+        any
     }
 
     /// The earliest pending timestamp: the next event, or the next arrival if `arrivals` and it

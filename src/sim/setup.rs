@@ -66,6 +66,7 @@ impl<'w> Sim<'w> {
             ],
             transfer,
             destination_first,
+            arrivals_before_events: cfg.topology_is_disaggregated() && !destination_first,
             driver: Driver::new(&cfg.load, cfg.topology.entry_pool().request_overhead_ms),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
