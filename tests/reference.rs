@@ -322,7 +322,10 @@ fn console_table_matches_the_reference_layout() {
 /// a small decode pool (hand-offs wait for KV, preempted sequences recompute, a decode worker
 /// admits a prebuilt sequence even when a recompute took its whole token budget), and 1 + 2 with
 /// a small decode pool and token budget (prefix hits on the oldest copy of a block even when a
-/// duplicate is in use; a zero-time pass that changed nothing triggers no reservation attempt).
+/// duplicate is in use; a zero-time pass that changed nothing triggers no reservation attempt),
+/// and 1 + 1 with a 5,000-block decode pool of 16-token blocks (a prompt too large for it fails
+/// at the end of the prefill worker's zero-time passes, which emit every hidden token of that
+/// instant before its source KV is freed and a waiting prompt admitted).
 /// Every timestamp matches within a microsecond, and so do the reused-token counts where the
 /// records have them (prefill side, and decode-side re-admissions of preempted sequences).
 #[test]
@@ -331,6 +334,7 @@ fn disaggregated_hand_off_records_match_the_reference() {
         "c2k_disagg_1p3d_xfer_missing_rr",
         "c2k_disagg_2p2d_xfer_missing_dec5000_cap900_rr",
         "c2k_disagg_1p2d_xfer_full_dec2500_cap900_rr",
+        "c400_disagg_1p1d_dec5000_bs16",
     ] {
         records_match(
             "extra",
@@ -354,10 +358,16 @@ fn disaggregated_hand_off_records_match_the_reference() {
 /// decode worker before it fails there, as DynoSim does: it takes its turn of the round robin
 /// (the other requests' decode workers are the reference's), fails with DynoSim's `failed`
 /// status and route overlap, and has no decode worker of its own; vLLM (after its prefill) and
-/// SGLang (on arrival, before any prefill).
+/// SGLang (on arrival, before any prefill). A prompt not shorter than the decode worker's
+/// `max_model_len` is transferred, then rejected there without a token (`dis_decode_max_len`:
+/// the other request's first decode step no longer counts its blocks).
 #[test]
 fn disaggregated_requests_too_large_for_decode_fail_as_in_the_reference() {
-    for name in ["dis_oversized_vllm_1p2d", "dis_oversized_sglang_1p2d"] {
+    for name in [
+        "dis_oversized_vllm_1p2d",
+        "dis_oversized_sglang_1p2d",
+        "dis_decode_max_len",
+    ] {
         records_match(
             "extra",
             name,

@@ -975,7 +975,9 @@ impl<M: LatencyModel> Engine<M> {
                         fresh && self.completion_blocks(s) > self.pool.capacity()
                     }
                 };
-                if !prebuilt && oversized {
+                // A prompt transferred from a prefill worker is refused only for its length
+                // (`max_model_len`; its blocks are already reserved here).
+                if oversized && (!prebuilt || too_long) {
                     self.waiting.remove(pos);
                     out.rejected.push(req);
                     out.progressed = true;

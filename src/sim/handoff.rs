@@ -29,14 +29,25 @@ impl Sim<'_> {
             return false;
         }
         if let Some(pw) = prefill_worker {
-            self.workers[pw].ranks[0].release_held(req, &self.prompts);
-            self.workers[pw].stalled = false;
+            let w = &mut self.workers[pw];
+            if w.in_zero_time_passes {
+                // Freed once the worker's zero-time passes of this instant are over.
+                w.dropped_meanwhile.push(req);
+            } else {
+                w.ranks[0].release_held(req, &self.prompts);
+                w.stalled = false;
+            }
         }
         if let super::PoolRouter::Kv(router) = &mut self.pools[1].router {
             router.free(req, self.prompts.of(req), self.now);
         }
         self.col.failed_at_decode(req, self.now, overlap_tokens);
-        self.driver.on_terminal(self.w, req, self.now);
+        if prefill_worker.is_some() {
+            // Reported by the prefill worker once it went on, as its rejections are.
+            self.late_terminals.push(req);
+        } else {
+            self.driver.on_terminal(self.w, req, self.now);
+        }
         true
     }
 

@@ -105,6 +105,11 @@ struct Worker {
     /// pass ends (DynoSim defers them the same way): destination activations on a decode
     /// worker, source releases on a prefill worker.
     deferred: Vec<u32>,
+    /// On a prefill worker, whether it is running zero-time passes at this instant (their
+    /// hidden tokens), and the requests that failed at decode meanwhile, whose source KV is
+    /// freed only once those passes are over ([`Sim::start_pass`]).
+    in_zero_time_passes: bool,
+    dropped_meanwhile: Vec<u32>,
     /// TRT-LLM's attention-DP balancing over the worker's ranks (off unless configured).
     balancer: adp_balance::Balancer,
 }
@@ -165,14 +170,13 @@ struct Sim<'w> {
     single_runtime: bool,
     /// What the per-request records name (see `setup::record_naming`).
     record_naming: RecordNaming,
-    /// DynoSim's disaggregated runtime with the "source first" hand-off (vLLM) takes an
-    /// instant's arrivals before its events (pass ends): a request released at that instant by
-    /// a terminal (a prefill worker's rejection, a completion in closed loop) arrives after the
-    /// workers started their next passes, so it does not join a pass that starts then, nor a
-    /// prefill worker's zero-time passes. The aggregated runtimes, and the disaggregated one
-    /// with SGLang's "destination first" hand-off, take them after the events, and such a
-    /// request joins the next pass (each order checked against the reference).
-    arrivals_before_events: bool,
+    /// Requests a disaggregated prefill worker rejected (or handed on to fail at decode) at this
+    /// instant, whose terminals reach the driver (closed loop: releasing the next request) only
+    /// once everything else of the instant is done: its zero-time passes, the hand-offs, and the
+    /// passes that start then. DynoSim's prefill worker reports a rejection after it went on, so
+    /// the request released does not join the pass that starts at that instant; one released by
+    /// a decode worker's completion does, as on aggregated workers.
+    late_terminals: Vec<u32>,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -345,15 +349,9 @@ impl<'w> Sim<'w> {
             }
             self.now = now;
             loop {
-                let mut changed = false;
-                if self.arrivals_before_events && !capped {
-                    changed |= self.take_arrivals(now);
-                }
-                changed |= self.apply_events_through(now);
+                let mut changed = self.apply_events_through(now);
                 if !capped {
-                    if !self.arrivals_before_events {
-                        changed |= self.take_arrivals(now);
-                    }
+                    changed |= self.take_arrivals(now);
                     for k in 0..self.start_order.len() {
                         let wi = self.start_order[k] as usize;
                         let w = &self.workers[wi];
@@ -364,7 +362,14 @@ impl<'w> Sim<'w> {
                     }
                 }
                 if !changed {
-                    break;
+                    if self.late_terminals.is_empty() {
+                        break;
+                    }
+                    // Everything else of this instant is done: the hand-offs of the prefills
+                    // that finished, and the passes that start now.
+                    for req in std::mem::take(&mut self.late_terminals) {
+                        self.driver.on_terminal(self.w, req, now);
+                    }
                 }
             }
             if !self.early.bounds.is_empty() && self.early_stop_due() {
@@ -820,6 +825,26 @@ impl<'w> Sim<'w> {
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
+        self.start_passes(wi);
+        self.end_zero_time_passes(wi);
+    }
+
+    /// A prefill worker's zero-time passes at this instant are over: the source KV of the
+    /// requests that failed at decode meanwhile is freed now. DynoSim runs those passes before
+    /// it hands the finished prefills on, so a request waiting for that KV is not admitted
+    /// between them (every hidden token of the instant is emitted first).
+    fn end_zero_time_passes(&mut self, wi: usize) {
+        let w = &mut self.workers[wi];
+        if !std::mem::take(&mut w.in_zero_time_passes) || w.dropped_meanwhile.is_empty() {
+            return;
+        }
+        for req in std::mem::take(&mut w.dropped_meanwhile) {
+            w.ranks[0].release_held(req, &self.prompts);
+        }
+        w.stalled = false;
+    }
+
+    fn start_passes(&mut self, wi: usize) {
         loop {
             if self.opts.strides
                 && self.workers[wi].role == Role::Prefill
@@ -844,6 +869,10 @@ impl<'w> Sim<'w> {
                 // progress): nothing happens at its end, in particular no reservation attempt.
                 self.workers[wi].busy = false;
                 return;
+            }
+            let w = &mut self.workers[wi];
+            if w.role == Role::Prefill && w.ranks[0].hidden_passes_take_no_time() {
+                w.in_zero_time_passes = true;
             }
             self.pass_end(wi);
             if self.workers[wi].stalled || !self.worker_has_work(wi) {
@@ -935,6 +964,7 @@ impl<'w> Sim<'w> {
         worker.ranks[0].apply_stride(k, &self.prompts, &mut out);
         worker.outputs[0] = out;
         worker.stalled = false;
+        worker.in_zero_time_passes = true;
         self.deliver_kv_events(wi);
         // Like a zero-time pass: its end is handled at once.
         self.pass_end(wi);
@@ -1091,7 +1121,11 @@ impl<'w> Sim<'w> {
                 self.col.rejected(req, now);
                 self.release_request(p, req);
                 load_changed = true;
-                self.driver.on_terminal(self.w, req, now);
+                if role == Role::Prefill {
+                    self.late_terminals.push(req);
+                } else {
+                    self.driver.on_terminal(self.w, req, now);
+                }
             }
             for &req in &out.finished {
                 match role {

@@ -66,7 +66,7 @@ impl<'w> Sim<'w> {
             ],
             transfer,
             destination_first,
-            arrivals_before_events: cfg.topology_is_disaggregated() && !destination_first,
+            late_terminals: Vec::new(),
             driver: Driver::new(&cfg.load, cfg.topology.entry_pool().request_overhead_ms),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
@@ -200,6 +200,8 @@ fn add_pool(
             pass_end_at: 0.0,
             pending_reservations: Default::default(),
             deferred: Vec::new(),
+            in_zero_time_passes: false,
+            dropped_meanwhile: Vec::new(),
             balancer: super::adp_balance::Balancer::new(args.adp_balance, args.dp_size),
         });
     }
