@@ -325,7 +325,9 @@ fn console_table_matches_the_reference_layout() {
 /// duplicate is in use; a zero-time pass that changed nothing triggers no reservation attempt),
 /// and 1 + 1 with a 5,000-block decode pool of 16-token blocks (a prompt too large for it fails
 /// at the end of the prefill worker's zero-time passes, which emit every hidden token of that
-/// instant before its source KV is freed and a waiting prompt admitted).
+/// instant before its source KV is freed and a waiting prompt admitted), and 3 + 1 with KV
+/// transfer and a decode pool that preempts (a pass that only preempts makes no progress: no
+/// reservation attempt follows it, the next one comes with the transfer's activation).
 /// Every timestamp matches within a microsecond, and so do the reused-token counts where the
 /// records have them (prefill side, and decode-side re-admissions of preempted sequences).
 #[test]
@@ -335,6 +337,7 @@ fn disaggregated_hand_off_records_match_the_reference() {
         "c2k_disagg_2p2d_xfer_missing_dec5000_cap900_rr",
         "c2k_disagg_1p2d_xfer_full_dec2500_cap900_rr",
         "c400_disagg_1p1d_dec5000_bs16",
+        "c400_disagg_3p1d_preempt_xfer",
     ] {
         records_match(
             "extra",

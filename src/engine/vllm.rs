@@ -1075,9 +1075,6 @@ impl<M: LatencyModel> Engine<M> {
             out.prefill_ms = prefill_ms;
             out.decode_ms = decode_ms;
             out.preempted = preempted;
-            if preempted > 0 {
-                out.progressed = true;
-            }
             return prefill_ms + decode_ms;
         }
         let mut ready = 0u64;
@@ -1137,10 +1134,10 @@ impl<M: LatencyModel> Engine<M> {
         }
         out.prefill_ms = prefill_ms;
         out.decode_ms = decode_ms;
+        // A preemption alone is no progress: as in DynoSim, a pass that only preempted (no
+        // token computed or emitted, nothing admitted or finished) does not complete, and the
+        // worker waits for the next event (a decode worker makes no reservation attempt then).
         out.preempted = preempted;
-        if preempted > 0 {
-            out.progressed = true;
-        }
         prefill_ms + decode_ms
     }
 
