@@ -327,7 +327,9 @@ fn console_table_matches_the_reference_layout() {
 /// at the end of the prefill worker's zero-time passes, which emit every hidden token of that
 /// instant before its source KV is freed and a waiting prompt admitted), and 3 + 1 with KV
 /// transfer and a decode pool that preempts (a pass that only preempts makes no progress: no
-/// reservation attempt follows it, the next one comes with the transfer's activation).
+/// reservation attempt follows it, the next one comes with the transfer's activation), and
+/// SGLang 2 + 2 in closed loop (a request released by one that fails on arrival, larger than the
+/// decode pool, arrives after the decode workers started their passes of that instant).
 /// Every timestamp matches within a microsecond, and so do the reused-token counts where the
 /// records have them (prefill side, and decode-side re-admissions of preempted sequences).
 #[test]
@@ -338,6 +340,7 @@ fn disaggregated_hand_off_records_match_the_reference() {
         "c2k_disagg_1p2d_xfer_full_dec2500_cap900_rr",
         "c400_disagg_1p1d_dec5000_bs16",
         "c400_disagg_3p1d_preempt_xfer",
+        "c400_disagg_sglang_2p2d_conc24",
     ] {
         records_match(
             "extra",

@@ -42,12 +42,9 @@ impl Sim<'_> {
             router.free(req, self.prompts.of(req), self.now);
         }
         self.col.failed_at_decode(req, self.now, overlap_tokens);
-        if prefill_worker.is_some() {
-            // Reported by the prefill worker once it went on, as its rejections are.
-            self.late_terminals.push(req);
-        } else {
-            self.driver.on_terminal(self.w, req, self.now);
-        }
+        // Reported once everything else of the instant is done, as a prefill worker's rejections
+        // are: the request it releases (closed loop) finds the passes of the instant started.
+        self.late_terminals.push(req);
         true
     }
 

@@ -170,11 +170,11 @@ struct Sim<'w> {
     single_runtime: bool,
     /// What the per-request records name (see `setup::record_naming`).
     record_naming: RecordNaming,
-    /// Requests a disaggregated prefill worker rejected (or handed on to fail at decode) at this
-    /// instant, whose terminals reach the driver (closed loop: releasing the next request) only
-    /// once everything else of the instant is done: its zero-time passes, the hand-offs, and the
-    /// passes that start then. DynoSim's prefill worker reports a rejection after it went on, so
-    /// the request released does not join the pass that starts at that instant; one released by
+    /// Requests a disaggregated prefill worker rejected at this instant, or that failed at
+    /// decode (a prompt no decode pool can hold), whose terminals reach the driver (closed loop:
+    /// releasing the next request) only once everything else of the instant is done: zero-time
+    /// passes, hand-offs and reservations, and the passes that start then. So the request
+    /// released does not join a pass that starts at that instant, as in DynoSim; one released by
     /// a decode worker's completion does, as on aggregated workers.
     late_terminals: Vec<u32>,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
