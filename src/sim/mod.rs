@@ -825,6 +825,9 @@ impl<'w> Sim<'w> {
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
+        // Every pass this call ends is one that took no time (a timed pass ends by its event).
+        let w = &mut self.workers[wi];
+        w.in_zero_time_passes = w.role == Role::Prefill && w.ranks[0].hidden_passes_take_no_time();
         self.start_passes(wi);
         self.end_zero_time_passes(wi);
     }
@@ -869,10 +872,6 @@ impl<'w> Sim<'w> {
                 // progress): nothing happens at its end, in particular no reservation attempt.
                 self.workers[wi].busy = false;
                 return;
-            }
-            let w = &mut self.workers[wi];
-            if w.role == Role::Prefill && w.ranks[0].hidden_passes_take_no_time() {
-                w.in_zero_time_passes = true;
             }
             self.pass_end(wi);
             if self.workers[wi].stalled || !self.worker_has_work(wi) {
@@ -964,7 +963,6 @@ impl<'w> Sim<'w> {
         worker.ranks[0].apply_stride(k, &self.prompts, &mut out);
         worker.outputs[0] = out;
         worker.stalled = false;
-        worker.in_zero_time_passes = true;
         self.deliver_kv_events(wi);
         // Like a zero-time pass: its end is handled at once.
         self.pass_end(wi);
