@@ -390,6 +390,40 @@ fn disaggregated_requests_too_large_for_decode_fail_as_in_the_reference() {
     }
 }
 
+/// With the KV router on 1 + 2 workers, a request whose prompt no decode pool can hold still
+/// weighs on the decode worker it was routed to until the instant it failed at is done, as in
+/// DynoSim: the hand-offs (vLLM, after the prefill pass they finished in together) and arrivals
+/// (SGLang, which routes to decode on arrival) of that instant are placed with its prompt
+/// counted, so they go to the other worker. `dis_fail_load_*`: a 10,000-token prompt fails on a
+/// 500-block decode pool and the two requests of the same instant join the first request's
+/// worker; `c100_disagg_sglang_1p2d_kv`: the first 100 rows of `traces/conv400.jsonl`, where the
+/// two arrivals after a failure at 33 s go to the worker that failure left busy. DynoSim's first
+/// decode choice is a random tie there, so the records are compared on times, which do not
+/// depend on which worker is called 0.
+#[test]
+fn a_request_failing_at_decode_weighs_on_the_decode_router_as_in_the_reference() {
+    for name in [
+        "dis_fail_load_vllm_1p2d_kv",
+        "dis_fail_load_sglang_1p2d_kv",
+        "c100_disagg_sglang_1p2d_kv",
+    ] {
+        records_match(
+            "extra",
+            name,
+            &["arrival_time_ms", "input_length", "requested_output_length"],
+            &[
+                "terminal_status",
+                "prefill_admit_ms",
+                "destination_reserved_ms",
+                "destination_activated_ms",
+                "source_released_ms",
+                "first_token_ms",
+                "last_token_ms",
+            ],
+        );
+    }
+}
+
 /// In a disaggregated (vLLM) run, a request released at the instant a prefill pass ends, by a
 /// rejection in that pass, arrives after the prefill worker went on: it waits for the next
 /// prefill pass (`dis_reject_release_conc2`: the third request joins the pass after the second

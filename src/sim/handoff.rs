@@ -15,8 +15,8 @@ impl Sim<'_> {
     /// A prompt larger than a decode worker's whole KV pool can never be reserved there: the
     /// request fails (DynoSim's `failed`; counted with the rejected requests) instead of
     /// waiting forever. It is refused only once routed, as DynoSim routes it first: it takes
-    /// its turn of the round robin (and leaves a KV router's load as it found it). Returns
-    /// whether it was.
+    /// its turn of the round robin, and a KV router tracks it until the instant is done.
+    /// Returns whether it was.
     fn refuse_oversized_prompt(
         &mut self,
         req: u32,
@@ -38,13 +38,13 @@ impl Sim<'_> {
                 w.stalled = false;
             }
         }
-        if let super::PoolRouter::Kv(router) = &mut self.pools[1].router {
-            router.free(req, self.prompts.of(req), self.now);
-        }
         self.col.failed_at_decode(req, self.now, overlap_tokens);
         // Reported once everything else of the instant is done, as a prefill worker's rejections
         // are: the request it releases (closed loop) finds the passes of the instant started.
+        // Until then its prompt still weighs on the decode worker it was routed to: the decode
+        // router sees it when it places the instant's other hand-offs and arrivals.
         self.late_terminals.push(req);
+        self.late_decode_frees.push(req);
         true
     }
 

@@ -177,6 +177,10 @@ struct Sim<'w> {
     /// released does not join a pass that starts at that instant, as in DynoSim; one released by
     /// a decode worker's completion does, as on aggregated workers.
     late_terminals: Vec<u32>,
+    /// Requests that failed at decode at this instant, whose load the decode pool's KV router
+    /// drops only with their late terminals (as DynoSim frees them): the router counts their
+    /// prompts when it places the instant's other requests.
+    late_decode_frees: Vec<u32>,
     /// Order in which idle workers start passes at one timestamp: decode workers first, so a
     /// hand-off that reaches an idle decode worker starts its pass before prefill workers run
     /// their zero-time passes (matches the reference's per-request hand-off times).
@@ -367,6 +371,11 @@ impl<'w> Sim<'w> {
                     }
                     // Everything else of this instant is done: the hand-offs of the prefills
                     // that finished, and the passes that start now.
+                    for req in std::mem::take(&mut self.late_decode_frees) {
+                        if let PoolRouter::Kv(router) = &mut self.pools[1].router {
+                            router.free(req, self.prompts.of(req), now);
+                        }
+                    }
                     for req in std::mem::take(&mut self.late_terminals) {
                         self.driver.on_terminal(self.w, req, now);
                     }

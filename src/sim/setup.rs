@@ -67,6 +67,7 @@ impl<'w> Sim<'w> {
             transfer,
             destination_first,
             late_terminals: Vec::new(),
+            late_decode_frees: Vec::new(),
             driver: Driver::new(&cfg.load, cfg.topology.entry_pool().request_overhead_ms),
             arrival_at_pass_end: stamps_arrival_at_pass_end(cfg),
             single_runtime: single_runtime(cfg),
