@@ -397,9 +397,20 @@ fn a_request_failing_at_decode_weighs_on_the_decode_router_as_in_the_reference()
     }
 }
 
+/// A request that waits in the KV router's queue is routed with the overlaps it had when it was
+/// queued, as DynoSim's queue keeps each request's scores from its arrival: requests queued at
+/// t = 0, before any prompt was cached, report no prefill route overlap although the shared
+/// first block was cached by the time they were routed (`c100_disagg_queue_2p1d_kv`: the first
+/// 100 rows of `traces/conv400.jsonl` under concurrency 8 on 2 + 1 workers with a queue
+/// threshold of 0.1).
+#[test]
+fn queued_requests_keep_the_overlaps_of_their_arrival_as_in_the_reference() {
+    hand_off_times_match("c100_disagg_queue_2p1d_kv");
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
-/// of the hand-off and the reused tokens on either side, where its stored records have them
-/// (not on worker numbers, which a random first tie may swap).
+/// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
+/// stored records have them (not on worker numbers, which a random first tie may swap).
 fn hand_off_times_match(name: &str) {
     records_match(
         "extra",
@@ -416,6 +427,7 @@ fn hand_off_times_match(name: &str) {
             "last_token_ms",
             "reused_input_tokens",
             "decode_reused_input_tokens",
+            "prefill_route_overlap_tokens",
         ],
     );
 }

@@ -240,9 +240,36 @@ impl KvRouter {
     /// Chooses a target for `req` (index `id` in the simulation) at `now_ms` and starts tracking
     /// it.
     pub fn route(&mut self, id: u32, r: &RouteRequest, now_ms: f64) -> Decision {
+        self.compute_overlaps(r.blocks);
+        self.route_scored(id, r, now_ms)
+    }
+
+    /// The prompt's overlap in blocks with every target's cache now (what a request queued now
+    /// keeps for when it is routed, [`KvRouter::route_queued`]).
+    pub fn overlaps(&mut self, blocks: &[u32]) -> Box<[u32]> {
+        self.compute_overlaps(blocks);
+        self.scratch_overlap[..self.num_targets].into()
+    }
+
+    /// Routes a request that waited in the queue with the overlaps it was queued with, as
+    /// DynoSim's queue keeps each request's scores from its arrival: the cost's cache credit,
+    /// the prefill load tracked and the overlap reported are those, on today's loads.
+    pub fn route_queued(
+        &mut self,
+        id: u32,
+        r: &RouteRequest,
+        now_ms: f64,
+        overlaps: &[u32],
+    ) -> Decision {
+        self.scratch_overlap.iter_mut().for_each(|o| *o = 0);
+        self.scratch_overlap[..overlaps.len()].copy_from_slice(overlaps);
+        self.route_scored(id, r, now_ms)
+    }
+
+    /// [`KvRouter::route`] once `scratch_overlap` holds the request's overlaps.
+    fn route_scored(&mut self, id: u32, r: &RouteRequest, now_ms: f64) -> Decision {
         let bs = self.block_size as f64;
         let now_ns = sim_time_ns(now_ms);
-        self.compute_overlaps(r.blocks);
         let request_blocks = self.request_blocks(r).max(1);
         let track_prefill = self.cfg.router_track_prefill_tokens;
         for (p, l) in self.scratch_prefill.iter_mut().zip(&self.loads) {

@@ -52,7 +52,7 @@ impl Sim<'_> {
     /// to come: SGLang's destination first) and queues the reservation of its prompt's KV, or
     /// fails the request there when no decode worker can ever hold its prompt.
     pub(super) fn route_destination(&mut self, req: u32, prefill_worker: Option<usize>) {
-        let decision = self.route(1, req);
+        let decision = self.route(1, req, None);
         if self.refuse_oversized_prompt(req, prefill_worker, decision.overlap_tokens) {
             return;
         }

@@ -128,8 +128,9 @@ struct Pool {
     router: PoolRouter,
     /// The workers' own DP-rank assignment (`dp_rank_routing: "engine"` with round robin).
     dp_routing: Option<dp_routing::EngineDpRouting>,
-    /// Requests waiting in the router queue: (key, order, request).
-    queue: Vec<(f64, u64, u32)>,
+    /// Requests waiting in the router queue: (key, order, request, its overlaps with every
+    /// target's cache when it was queued).
+    queue: Vec<(f64, u64, u32, Box<[u32]>)>,
 }
 
 /// Disaggregated hand-off state of one request.
@@ -689,16 +690,18 @@ impl<'w> Sim<'w> {
                 };
                 let key =
                     router.queue_key(r.priority, self.col.arrival_ms(req) / 1000.0, &route_req);
+                let overlaps = router.overlaps(route_req.blocks);
                 self.queue_seq += 1;
-                pool.queue.push((key, self.queue_seq, req));
+                pool.queue.push((key, self.queue_seq, req, overlaps));
                 return;
             }
         }
-        self.dispatch(p, req);
+        self.dispatch(p, req, None);
     }
 
-    /// Picks a target of pool `p` for a request (and starts tracking it in a KV router).
-    fn route(&mut self, p: usize, req: u32) -> Decision {
+    /// Picks a target of pool `p` for a request (and starts tracking it in a KV router), with
+    /// the overlaps it was queued with if it waited in the router queue.
+    fn route(&mut self, p: usize, req: u32, queued: Option<&[u32]>) -> Decision {
         let r = &self.w.requests[req as usize];
         let pool = &mut self.pools[p];
         let (workers, ranks) = (pool.num_workers as usize, pool.dp as usize);
@@ -707,18 +710,22 @@ impl<'w> Sim<'w> {
                 target: rr.pick(workers, ranks),
                 overlap_tokens: 0,
             },
-            PoolRouter::Kv(router) => router.route(
-                req,
-                &RouteRequest {
+            PoolRouter::Kv(router) => {
+                let route_req = RouteRequest {
                     blocks: self.prompts.of(req),
                     isl: r.input_length,
-                },
-                self.now,
-            ),
+                };
+                match queued {
+                    Some(overlaps) => router.route_queued(req, &route_req, self.now, overlaps),
+                    None => router.route(req, &route_req, self.now),
+                }
+            }
         }
     }
 
-    fn dispatch(&mut self, p: usize, req: u32) {
+    /// Routes a request into pool `p` now (`queued`: the overlaps it waited in the router
+    /// queue with).
+    fn dispatch(&mut self, p: usize, req: u32, queued: Option<&[u32]>) {
         let workers = self.pools[p].num_workers;
         let decision = match self.pools[p].dp_routing.as_mut() {
             Some(d) => {
@@ -731,7 +738,7 @@ impl<'w> Sim<'w> {
                 };
                 decision
             }
-            None => self.route(p, req),
+            None => self.route(p, req, queued),
         };
         self.place(p, req, decision);
     }
@@ -825,8 +832,8 @@ impl<'w> Sim<'w> {
                 .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
                 .map(|(i, _)| i)
                 .expect("non-empty");
-            let (_, _, req) = self.pools[p].queue.swap_remove(best);
-            self.dispatch(p, req);
+            let (_, _, req, overlaps) = self.pools[p].queue.swap_remove(best);
+            self.dispatch(p, req, Some(&overlaps));
         }
     }
 
