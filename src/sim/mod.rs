@@ -326,6 +326,7 @@ impl<'w> Sim<'w> {
         let cap = self.cfg.max_sim_time_ms;
         let mut capped = false;
         loop {
+            self.drop_stale_pass_ends();
             let Some(now) = self.next_time(!capped) else {
                 if let Some(wi) = (0..self.workers.len()).find(|&i| {
                     self.worker_has_work(i) || !self.workers[i].pending_reservations.is_empty()
@@ -424,6 +425,20 @@ impl<'w> Sim<'w> {
             .flat_map(|w| w.stride_ends[..w.stride_passes as usize].iter().copied())
             .filter(|&t| t <= cap)
             .fold(self.now, f64::max)
+    }
+
+    /// Drops the pass ends of strides cut short (their new ends are queued) from the top of the
+    /// heap, so the clock never stops at one: DynoSim has no such event, and its worker-seconds
+    /// run to its last real one.
+    fn drop_stale_pass_ends(&mut self) {
+        while let Some(ev) = self.heap.peek() {
+            match ev.kind {
+                EventKind::PassEnd { worker, gen } if self.workers[worker as usize].gen != gen => {
+                    self.heap.pop();
+                }
+                _ => return,
+            }
+        }
     }
 
     /// Applies every event due at or before `now`, in order; whether there was any.
