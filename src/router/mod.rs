@@ -245,15 +245,15 @@ impl KvRouter {
     }
 
     /// The prompt's overlap in blocks with every target's cache now (what a request queued now
-    /// keeps for when it is routed, [`KvRouter::route_queued`]).
+    /// keeps for its queue key and for when it is routed, [`KvRouter::route_queued`]).
     pub fn overlaps(&mut self, blocks: &[u32]) -> Box<[u32]> {
         self.compute_overlaps(blocks);
-        self.scratch_overlap[..self.num_targets].into()
+        self.scratch_overlap.as_slice().into()
     }
 
     /// Routes a request that waited in the queue with the overlaps it was queued with, as
     /// DynoSim's queue keeps each request's scores from its arrival: the cost's cache credit,
-    /// the prefill load tracked and the overlap reported are those, on today's loads.
+    /// the prefill load tracked and the overlap reported are those, with the loads of now.
     pub fn route_queued(
         &mut self,
         id: u32,
@@ -261,8 +261,7 @@ impl KvRouter {
         now_ms: f64,
         overlaps: &[u32],
     ) -> Decision {
-        self.scratch_overlap.iter_mut().for_each(|o| *o = 0);
-        self.scratch_overlap[..overlaps.len()].copy_from_slice(overlaps);
+        self.scratch_overlap.copy_from_slice(overlaps);
         self.route_scored(id, r, now_ms)
     }
 
@@ -458,17 +457,17 @@ impl KvRouter {
         }
     }
 
-    /// Priority key of a queued request (higher pops first), spec §6.5.
-    pub fn queue_key(&mut self, priority: i32, arrival_s: f64, r: &RouteRequest) -> f64 {
+    /// Priority key of a queued request (higher pops first), spec §6.5; `overlaps` are its
+    /// [`KvRouter::overlaps`] at queueing.
+    pub fn queue_key(&self, priority: i32, arrival_s: f64, isl: u32, overlaps: &[u32]) -> f64 {
         let jump = priority.max(0) as f64;
         match self.cfg.router_queue_policy {
             QueuePolicy::Fcfs => jump - arrival_s,
             QueuePolicy::Lcfs => jump + arrival_s,
             QueuePolicy::Wspt => {
-                self.compute_overlaps(r.blocks);
-                let best = self.scratch_overlap.iter().copied().max().unwrap_or(0) as u64
-                    * self.block_size as u64;
-                let eff = (r.isl as u64).saturating_sub(best).max(1);
+                let best =
+                    overlaps.iter().copied().max().unwrap_or(0) as u64 * self.block_size as u64;
+                let eff = (isl as u64).saturating_sub(best).max(1);
                 (1.0 + jump) / eff as f64
             }
         }

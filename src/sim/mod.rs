@@ -699,13 +699,9 @@ impl<'w> Sim<'w> {
         if let PoolRouter::Kv(router) = &mut pool.router {
             if router.queues() && (!pool.queue.is_empty() || router.all_busy(self.now)) {
                 let r = &self.w.requests[req as usize];
-                let route_req = RouteRequest {
-                    blocks: self.prompts.of(req),
-                    isl: r.input_length,
-                };
-                let key =
-                    router.queue_key(r.priority, self.col.arrival_ms(req) / 1000.0, &route_req);
-                let overlaps = router.overlaps(route_req.blocks);
+                let overlaps = router.overlaps(self.prompts.of(req));
+                let arrival_s = self.col.arrival_ms(req) / 1000.0;
+                let key = router.queue_key(r.priority, arrival_s, r.input_length, &overlaps);
                 self.queue_seq += 1;
                 pool.queue.push((key, self.queue_seq, req, overlaps));
                 return;
