@@ -408,6 +408,18 @@ fn queued_requests_keep_the_overlaps_of_their_arrival_as_in_the_reference() {
     hand_off_times_match("c100_disagg_queue_2p1d_kv");
 }
 
+/// A vLLM decode worker tries the oldest waiting hand-off's reservation again only once
+/// capacity may have come free since its last attempt (a completion, a preemption, a released
+/// source), as DynoSim does: a prefix cached meanwhile does not count.
+/// `dis_shared_prefix2_dec200`: two 8,192-token prompts that share 7,168 tokens finish their
+/// prefill together on a 200-block decode pool that holds both only if they share; the second
+/// hand-off's first attempt comes before the first is activated, so it waits for the first to
+/// finish (2.1 s), although its prefix has been cached since the first's activation.
+#[test]
+fn decode_reservations_wait_for_freed_capacity_as_in_the_reference() {
+    hand_off_times_match("dis_shared_prefix2_dec200");
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
 /// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
 /// stored records have them (not on worker numbers, which a random first tie may swap).

@@ -154,16 +154,8 @@ impl<M: LatencyModel> Scheduler<M> {
     /// one by one while it could).
     pub fn can_reserve(&self, req: u32, input: u32, prompts: &PromptBlocks) -> bool {
         match self {
-            Scheduler::Vllm(e) => e.can_reserve(input, prompts.of(req)),
+            Scheduler::Vllm(e) => e.can_reserve(req, input, prompts.of(req)),
             Scheduler::Sglang(e) => e.would_attempt(req),
-        }
-    }
-
-    /// Whether a full running batch stops reservations (vLLM); SGLang reserves regardless.
-    pub fn running_full(&self) -> bool {
-        match self {
-            Scheduler::Vllm(e) => e.running_full(),
-            Scheduler::Sglang(_) => false,
         }
     }
 

@@ -128,6 +128,12 @@ pub struct Engine<M: LatencyModel> {
     /// Hand-offs are waiting for KV capacity on this (decode) engine: admission then takes
     /// only prebuilt sequences, wherever they are in the waiting queue.
     pending_destinations: bool,
+    /// Bumped whenever capacity may have come free (a sequence finished, was preempted or was
+    /// refused holding blocks, a held source was released): DynoSim 1.4.2 attempts the head
+    /// hand-off's reservation again only once this moved since its last attempt.
+    capacity_generation: u64,
+    /// The head hand-off's last reservation attempt: (request, generation).
+    last_attempt: Option<(u32, u64)>,
     /// TRT-LLM's batch waiting: consecutive passes that have held the waiting prompts back.
     batch_wait_passes: u32,
     /// TRT-LLM's attention-DP balancing held the waiting prompts back for the next pass (set by
@@ -171,6 +177,8 @@ impl<M: LatencyModel> Engine<M> {
             held: Vec::new(),
             scratch_allocs: Vec::new(),
             pending_destinations: false,
+            capacity_generation: 0,
+            last_attempt: None,
             batch_wait_passes: 0,
             adp_hold: false,
             mtp: None,
@@ -296,6 +304,15 @@ impl<M: LatencyModel> Engine<M> {
         prompt: &[u32],
     ) -> Option<Reservation> {
         let bs = self.block_size;
+        if !self.would_attempt(req) {
+            return None;
+        }
+        // An attempt made while the running batch is full counts as one (DynoSim marks the head
+        // attempted without trying).
+        self.last_attempt = Some((req, self.capacity_generation));
+        if self.running_full() {
+            return None;
+        }
         let (hits, fresh) = self.reservation_fit(input, prompt)?;
         let s = self.new_seq(req, uuid, input, max_output);
         let mut slots = std::mem::take(&mut self.seqs[s as usize].slots);
@@ -338,15 +355,24 @@ impl<M: LatencyModel> Engine<M> {
         (fresh + inactive_hits <= self.pool.available()).then_some((hits, fresh))
     }
 
-    /// Whether [`Engine::reserve_prebuilt`] would succeed now (running batch not full and room
-    /// in the pool).
-    pub fn can_reserve(&self, input: u32, prompt: &[u32]) -> bool {
-        !self.running_full() && self.reservation_fit(input, prompt).is_some()
+    /// Whether [`Engine::reserve_prebuilt`] would succeed now (an attempt is due, the running
+    /// batch is not full and the pool has room).
+    pub fn can_reserve(&self, req: u32, input: u32, prompt: &[u32]) -> bool {
+        self.would_attempt(req)
+            && !self.running_full()
+            && self.reservation_fit(input, prompt).is_some()
+    }
+
+    /// Whether [`Engine::reserve_prebuilt`] would try `req` now: DynoSim 1.4.2 retries the head
+    /// hand-off only once capacity may have come free since its last attempt (a prefix cached
+    /// meanwhile, e.g. by another hand-off's activation, does not count).
+    fn would_attempt(&self, req: u32) -> bool {
+        self.last_attempt != Some((req, self.capacity_generation))
     }
 
     /// Whether the running batch is full (`max_num_seqs`): DynoSim then makes no destination
     /// reservation on this engine.
-    pub fn running_full(&self) -> bool {
+    fn running_full(&self) -> bool {
         self.running.len() as u64 >= self.args.max_num_seqs.unwrap_or(u64::MAX)
     }
 
@@ -369,6 +395,7 @@ impl<M: LatencyModel> Engine<M> {
         if let Some(i) = self.held.iter().position(|&(r, _)| r == req) {
             let (_, s) = self.held.swap_remove(i);
             self.free_seq(s);
+            self.capacity_generation += 1;
         }
     }
 
@@ -819,6 +846,8 @@ impl<M: LatencyModel> Engine<M> {
         } else {
             self.free_seq(s);
         }
+        // A completion frees a running slot even when its KV stays held.
+        self.capacity_generation += 1;
     }
 
     fn preempt(&mut self, victim: u32, budget: &mut u64, acc: &mut (u64, u64, u64)) {
@@ -840,6 +869,7 @@ impl<M: LatencyModel> Engine<M> {
         seq.exposed = true;
         self.release_blocks(victim, true);
         self.waiting.push_front(victim);
+        self.capacity_generation += 1;
     }
 
     /// Why the sequence at the head of the waiting queue can never be admitted, when nothing
@@ -981,6 +1011,10 @@ impl<M: LatencyModel> Engine<M> {
                     self.waiting.remove(pos);
                     out.rejected.push(req);
                     out.progressed = true;
+                    // Refusing a sequence that held blocks (a transferred prompt) frees them.
+                    if self.held_blocks(s) > 0 {
+                        self.capacity_generation += 1;
+                    }
                     self.free_seq(s);
                     continue;
                 }

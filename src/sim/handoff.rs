@@ -100,14 +100,12 @@ impl Sim<'_> {
     /// one). Like DynoSim 1.4.2 (`retry_pending_destinations_at`), one reservation per attempt:
     /// attempts are made when a hand-off arrives at an idle worker, when a pass ends, and when a
     /// destination is activated, so with no transfer delay the next reservation sees the blocks
-    /// of the one just activated; none while the running batch is full.
+    /// of the one just activated. The engine tries the oldest hand-off again only once capacity
+    /// may have come free since its last attempt, and (vLLM) not while its running batch is full.
     pub(super) fn retry_reservations(&mut self, wi: usize) {
         if let Some(&req) = self.workers[wi].pending_reservations.front() {
             let r = &self.w.requests[req as usize];
             let engine = &mut self.workers[wi].ranks[0];
-            if engine.running_full() {
-                return;
-            }
             let Some(res) = engine.reserve_prebuilt(
                 req,
                 r.uuid,

@@ -546,3 +546,40 @@ fn fused_mixed_pass_times_a_step_that_prefills_and_decodes_as_one_forward() {
     };
     assert_eq!(run(MixedPass::Fused), run(MixedPass::Separate));
 }
+
+#[test]
+fn a_failed_reservation_is_tried_again_only_after_capacity_came_free() {
+    // 10 blocks of 4 tokens. Two 24-token prompts share their first 5 blocks: both fit only
+    // if the second hits the first's blocks.
+    let args = EngineArgs {
+        num_gpu_blocks: 10,
+        block_size: 4,
+        worker_type: WorkerType::Decode,
+        ..EngineArgs::default()
+    };
+    let mut e = engine(args);
+    let prompts = PromptBlocks::from_lists(4, &[&[0, 1, 2, 3, 4, 5], &[0, 1, 2, 3, 4, 6]]);
+    let a = e.reserve_prebuilt(0, 1, 24, 3, prompts.of(0)).unwrap();
+    // The first is not activated yet: its blocks are not cached, the second needs 6 fresh.
+    assert!(e.reserve_prebuilt(1, 2, 24, 3, prompts.of(1)).is_none());
+    // Once the first is activated its prefix is cached and the second would fit, but nothing
+    // came free since its attempt: no new attempt.
+    e.activate(a.seq, prompts.sequence_of(0));
+    assert_eq!(e.reservation_fit(24, prompts.of(1)), Some((5, 1)));
+    assert!(!e.can_reserve(1, 24, prompts.of(1)));
+    assert!(e.reserve_prebuilt(1, 2, 24, 3, prompts.of(1)).is_none());
+    // Passes that complete nothing change nothing...
+    let mut out = PassOutput::default();
+    e.step(&prompts, &mut out);
+    assert!(out.finished.is_empty());
+    assert!(e.reserve_prebuilt(1, 2, 24, 3, prompts.of(1)).is_none());
+    // ...a completion does.
+    while out.finished.is_empty() {
+        e.step(&prompts, &mut out);
+    }
+    assert_eq!(out.finished, vec![0]);
+    assert!(e.can_reserve(1, 24, prompts.of(1)));
+    let b = e.reserve_prebuilt(1, 2, 24, 3, prompts.of(1)).unwrap();
+    // Its prefix is still cached (the first's blocks, now free): only the last block moves.
+    assert_eq!(b.missing_tokens, 4);
+}
