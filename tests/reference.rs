@@ -420,6 +420,23 @@ fn decode_reservations_wait_for_freed_capacity_as_in_the_reference() {
     hand_off_times_match("dis_shared_prefix2_dec200");
 }
 
+/// A finished prefill whose source KV is still held (its hand-off waits for decode KV or for its
+/// transfer) still counts among its prefill worker's active requests on the KV router, as in
+/// DynoSim, though its prefill load is gone: with `decode_active_request_weight` the next
+/// request goes to the other prefill worker. `dis_held_source_weight_vllm_2p1d_kv`: the second
+/// prompt's source is held for 6.7 s behind a full 150-block decode pool, and the third, which
+/// shares 4 blocks with it, goes to the other worker (no cache hit); `..._sglang_...`: the same
+/// during a slow KV transfer on SGLang (found by random comparison; three rows).
+#[test]
+fn a_held_source_counts_as_an_active_request_on_the_prefill_router_as_in_the_reference() {
+    for name in [
+        "dis_held_source_weight_vllm_2p1d_kv",
+        "dis_held_source_weight_sglang_2p1d_kv",
+    ] {
+        hand_off_times_match(name);
+    }
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
 /// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
 /// stored records have them (not on worker numbers, which a random first tie may swap).

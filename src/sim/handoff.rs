@@ -36,6 +36,7 @@ impl Sim<'_> {
             } else {
                 w.ranks[0].release_held(req, &self.prompts);
                 w.stalled = false;
+                self.free_prefill_route(req);
             }
         }
         self.col.failed_at_decode(req, self.now, overlap_tokens);
@@ -167,6 +168,7 @@ impl Sim<'_> {
     /// Frees the KV a prefill worker held for a hand-off.
     pub(super) fn release_source(&mut self, req: u32, pw: usize) {
         self.workers[pw].ranks[0].release_held(req, &self.prompts);
+        self.free_prefill_route(req);
         self.workers[pw].stalled = false;
         self.col.source_released(req, self.now);
         if self.workers[pw].ranks[0].events_at_pass_end() && !self.workers[pw].busy {

@@ -868,10 +868,14 @@ impl<'w> Sim<'w> {
         if !std::mem::take(&mut w.in_zero_time_passes) || w.dropped_meanwhile.is_empty() {
             return;
         }
-        for req in std::mem::take(&mut w.dropped_meanwhile) {
+        let dropped = std::mem::take(&mut w.dropped_meanwhile);
+        for &req in &dropped {
             w.ranks[0].release_held(req, &self.prompts);
         }
         w.stalled = false;
+        for req in dropped {
+            self.free_prefill_route(req);
+        }
     }
 
     fn start_passes(&mut self, wi: usize) {
@@ -1155,8 +1159,10 @@ impl<'w> Sim<'w> {
             for &req in &out.finished {
                 match role {
                     Role::Prefill => {
+                        // Its prefill load is gone; the request itself stays on the prefill
+                        // router until its source KV is released ([`Sim::free_prefill_route`]).
                         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.free(req, self.prompts.of(req), now);
+                            r.prefill_completed(req, now);
                             load_changed = true;
                         }
                         self.col.source_held(req, now);
@@ -1200,6 +1206,17 @@ impl<'w> Sim<'w> {
         }
         if load_changed {
             self.drain_queue(p);
+        }
+    }
+
+    /// A prefill worker no longer holds `req`'s source KV (released after its transfer, or
+    /// dropped when the request failed at decode): the prefill router stops counting it. As in
+    /// DynoSim, a finished prefill stays among its worker's active requests (the
+    /// `decode_active_request_weight` term) while its source is held, though its prefill load
+    /// is gone (and the prefill router tracks no blocks).
+    fn free_prefill_route(&mut self, req: u32) {
+        if let PoolRouter::Kv(r) = &mut self.pools[0].router {
+            r.free(req, self.prompts.of(req), self.now);
         }
     }
 
