@@ -437,6 +437,17 @@ fn a_held_source_counts_as_an_active_request_on_the_prefill_router_as_in_the_ref
     }
 }
 
+/// A vLLM hand-off reaches its decode worker after the passes that start at its instant, as in
+/// DynoSim: when its prefill ends exactly as a pass of the (busy) decode worker ends, that
+/// worker starts its next pass first and the reservation waits for that pass's end
+/// (`dis_handoff_at_decode_pass_end`: two requests, the second timed so that its prefill ends
+/// at the end of the first's 14th decode pass; found by random comparison, closed loop of
+/// identical requests).
+#[test]
+fn a_hand_off_at_a_decode_pass_end_waits_for_the_next_pass_as_in_the_reference() {
+    hand_off_times_match("dis_handoff_at_decode_pass_end");
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
 /// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
 /// stored records have them (not on worker numbers, which a random first tie may swap).

@@ -71,7 +71,8 @@ impl Sim<'_> {
         if !self.workers[wi as usize].busy {
             self.retry_reservations(wi as usize);
         } else {
-            self.interrupt_stride(wi as usize);
+            // A vLLM hand-off is delivered after the passes that start at its instant.
+            self.interrupt_stride_at(wi as usize, prefill_worker.is_some());
         }
     }
 

@@ -58,6 +58,12 @@ enum EventKind {
     HandoffActivate {
         req: u32,
     },
+    /// A prefill finished on `worker` (vLLM): its hand-off reaches the decode side after the
+    /// passes that start at that instant, as in DynoSim.
+    Handoff {
+        req: u32,
+        worker: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1003,13 +1009,23 @@ impl<'w> Sim<'w> {
     /// Work was delivered to worker `wi` at `now`: a running stride stops at the first pass
     /// boundary at or after `now`, where the step-by-step passes would have admitted it.
     fn interrupt_stride(&mut self, wi: usize) {
+        self.interrupt_stride_at(wi, false);
+    }
+
+    /// [`Sim::interrupt_stride`]; `restarted`: the delivery comes after the passes that start
+    /// now (a hand-off of this instant), so a pass of the stride that ends now has ended and
+    /// the next one has started: the stride stops at the end of that next one.
+    fn interrupt_stride_at(&mut self, wi: usize, restarted: bool) {
         let now = self.now;
         let worker = &mut self.workers[wi];
         let k = worker.stride_passes as usize;
         if k == 0 || !worker.busy {
             return;
         }
-        let Some(j) = worker.stride_ends[..k].iter().position(|&t| t >= now) else {
+        let Some(j) = worker.stride_ends[..k]
+            .iter()
+            .position(|&t| t > now || (t == now && !restarted))
+        else {
             return;
         };
         if j + 1 == k {
@@ -1102,6 +1118,7 @@ impl<'w> Sim<'w> {
                 }
             }
             EventKind::HandoffActivate { req } => self.activate_handoff(req),
+            EventKind::Handoff { req, worker } => self.handoff(req, worker as usize),
         }
     }
 
@@ -1169,7 +1186,15 @@ impl<'w> Sim<'w> {
                         if self.destination_first {
                             self.start_transfer(req);
                         } else {
-                            self.handoff(req, wi);
+                            // Delivered after the passes that start now: a decode worker whose
+                            // pass ends at this instant has started its next one by then.
+                            self.push_event(
+                                now,
+                                EventKind::Handoff {
+                                    req,
+                                    worker: wi as u32,
+                                },
+                            );
                         }
                     }
                     _ => {
