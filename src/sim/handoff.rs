@@ -34,9 +34,7 @@ impl Sim<'_> {
                 // Freed once the worker's zero-time passes of this instant are over.
                 w.dropped_meanwhile.push(req);
             } else {
-                w.ranks[0].release_held(req, &self.prompts);
-                w.stalled = false;
-                self.free_prefill_route(req);
+                self.free_source(req, pw);
             }
         }
         self.col.failed_at_decode(req, self.now, overlap_tokens);
@@ -168,9 +166,7 @@ impl Sim<'_> {
 
     /// Frees the KV a prefill worker held for a hand-off.
     pub(super) fn release_source(&mut self, req: u32, pw: usize) {
-        self.workers[pw].ranks[0].release_held(req, &self.prompts);
-        self.free_prefill_route(req);
-        self.workers[pw].stalled = false;
+        self.free_source(req, pw);
         self.col.source_released(req, self.now);
         if self.workers[pw].ranks[0].events_at_pass_end() && !self.workers[pw].busy {
             // An idle worker's release reaches the router at once.

@@ -874,13 +874,8 @@ impl<'w> Sim<'w> {
         if !std::mem::take(&mut w.in_zero_time_passes) || w.dropped_meanwhile.is_empty() {
             return;
         }
-        let dropped = std::mem::take(&mut w.dropped_meanwhile);
-        for &req in &dropped {
-            w.ranks[0].release_held(req, &self.prompts);
-        }
-        w.stalled = false;
-        for req in dropped {
-            self.free_prefill_route(req);
+        for req in std::mem::take(&mut w.dropped_meanwhile) {
+            self.free_source(req, wi);
         }
     }
 
@@ -1177,7 +1172,7 @@ impl<'w> Sim<'w> {
                 match role {
                     Role::Prefill => {
                         // Its prefill load is gone; the request itself stays on the prefill
-                        // router until its source KV is released ([`Sim::free_prefill_route`]).
+                        // router until its source KV is released ([`Sim::free_source`]).
                         if let PoolRouter::Kv(r) = &mut self.pools[p].router {
                             r.prefill_completed(req, now);
                             load_changed = true;
@@ -1234,12 +1229,15 @@ impl<'w> Sim<'w> {
         }
     }
 
-    /// A prefill worker no longer holds `req`'s source KV (released after its transfer, or
-    /// dropped when the request failed at decode): the prefill router stops counting it. As in
-    /// DynoSim, a finished prefill stays among its worker's active requests (the
-    /// `decode_active_request_weight` term) while its source is held, though its prefill load
-    /// is gone (and the prefill router tracks no blocks).
-    fn free_prefill_route(&mut self, req: u32) {
+    /// Prefill worker `pw` no longer holds `req`'s source KV (released after its transfer, or
+    /// dropped when the request failed at decode): its blocks are freed, the worker may admit
+    /// again, and the prefill router stops counting the request. As in DynoSim, a finished
+    /// prefill stays among its worker's active requests (the `decode_active_request_weight`
+    /// term) while its source is held, though its prefill load is gone at the prefill's end
+    /// (and the prefill router tracks no blocks).
+    fn free_source(&mut self, req: u32, pw: usize) {
+        self.workers[pw].ranks[0].release_held(req, &self.prompts);
+        self.workers[pw].stalled = false;
         if let PoolRouter::Kv(r) = &mut self.pools[0].router {
             r.free(req, self.prompts.of(req), self.now);
         }
