@@ -448,6 +448,24 @@ fn a_hand_off_at_a_decode_pass_end_waits_for_the_next_pass_as_in_the_reference()
     hand_off_times_match("dis_handoff_at_decode_pass_end");
 }
 
+/// A request that fails at decode (its prompt is larger than the decode pool) is reported when
+/// its prefill worker is next free to take the failure: at once if that worker is idle, at the
+/// end of its pass if it went on with one at the instant the prefill ended. In closed loop the
+/// request the failure releases arrives then, as in DynoSim. `dis_fail_at_decode_busy_prefill_conc4`:
+/// with `max_num_seqs` 2 the failed prompt's slot lets the next prompt start a pass at once, and
+/// the fifth request arrives 85.7 ms later, at that pass's end; `..._idle_...`: with 3 the
+/// worker has nothing left to run then, and it arrives at the failure (found by random
+/// comparison, five rows of a conversation trace).
+#[test]
+fn a_failure_at_decode_is_reported_when_its_prefill_worker_is_free_as_in_the_reference() {
+    for name in [
+        "dis_fail_at_decode_busy_prefill_conc4",
+        "dis_fail_at_decode_idle_prefill_conc4",
+    ] {
+        hand_off_times_match(name);
+    }
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
 /// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
 /// stored records have them (not on worker numbers, which a random first tie may swap).

@@ -28,22 +28,24 @@ impl Sim<'_> {
         if r.input_length.div_ceil(decode.block_size()) <= decode.capacity_blocks() {
             return false;
         }
+        self.col.failed_at_decode(req, self.now, overlap_tokens);
+        // Until the instant is done its prompt still weighs on the decode worker it was routed
+        // to: the decode router sees it when it places the instant's other hand-offs and
+        // arrivals.
+        self.late_decode_frees.push(req);
         if let Some(pw) = prefill_worker {
-            let w = &mut self.workers[pw];
-            if w.in_zero_time_passes {
-                // Freed once the worker's zero-time passes of this instant are over.
-                w.dropped_meanwhile.push(req);
-            } else {
-                self.free_source(req, pw);
+            self.free_source(req, pw);
+            if self.workers[pw].busy {
+                // Its prefill worker went on with a pass that started at this instant: DynoSim
+                // reports the failure when that pass ends (the source KV is freed at once).
+                self.workers[pw].failed_meanwhile.push(req);
+                self.interrupt_stride_at(pw, true);
+                return true;
             }
         }
-        self.col.failed_at_decode(req, self.now, overlap_tokens);
         // Reported once everything else of the instant is done, as a prefill worker's rejections
         // are: the request it releases (closed loop) finds the passes of the instant started.
-        // Until then its prompt still weighs on the decode worker it was routed to: the decode
-        // router sees it when it places the instant's other hand-offs and arrivals.
         self.late_terminals.push(req);
-        self.late_decode_frees.push(req);
         true
     }
 

@@ -111,11 +111,10 @@ struct Worker {
     /// pass ends (DynoSim defers them the same way): destination activations on a decode
     /// worker, source releases on a prefill worker.
     deferred: Vec<u32>,
-    /// On a prefill worker, whether it is running zero-time passes at this instant (their
-    /// hidden tokens), and the requests that failed at decode meanwhile, whose source KV is
-    /// freed only once those passes are over ([`Sim::start_pass`]).
-    in_zero_time_passes: bool,
-    dropped_meanwhile: Vec<u32>,
+    /// On a prefill worker, the requests that failed at decode while it was busy (in a pass that
+    /// started at the instant their prefill ended): their failure is reported when that pass
+    /// ends, so the request it releases (closed loop) arrives then.
+    failed_meanwhile: Vec<u32>,
     /// TRT-LLM's attention-DP balancing over the worker's ranks (off unless configured).
     balancer: adp_balance::Balancer,
 }
@@ -374,7 +373,7 @@ impl<'w> Sim<'w> {
                     }
                 }
                 if !changed {
-                    if self.late_terminals.is_empty() {
+                    if self.late_terminals.is_empty() && self.late_decode_frees.is_empty() {
                         break;
                     }
                     // Everything else of this instant is done: the hand-offs of the prefills
@@ -858,28 +857,6 @@ impl<'w> Sim<'w> {
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
-        // Every pass this call ends is one that took no time (a timed pass ends by its event).
-        let w = &mut self.workers[wi];
-        w.in_zero_time_passes = w.role == Role::Prefill && w.ranks[0].hidden_passes_take_no_time();
-        self.start_passes(wi);
-        self.end_zero_time_passes(wi);
-    }
-
-    /// A prefill worker's zero-time passes at this instant are over: the source KV of the
-    /// requests that failed at decode meanwhile is freed now. DynoSim runs those passes before
-    /// it hands the finished prefills on, so a request waiting for that KV is not admitted
-    /// between them (every hidden token of the instant is emitted first).
-    fn end_zero_time_passes(&mut self, wi: usize) {
-        let w = &mut self.workers[wi];
-        if !std::mem::take(&mut w.in_zero_time_passes) || w.dropped_meanwhile.is_empty() {
-            return;
-        }
-        for req in std::mem::take(&mut w.dropped_meanwhile) {
-            self.free_source(req, wi);
-        }
-    }
-
-    fn start_passes(&mut self, wi: usize) {
         loop {
             if self.opts.strides
                 && self.workers[wi].role == Role::Prefill
@@ -1138,6 +1115,10 @@ impl<'w> Sim<'w> {
         let role = self.workers[wi].role;
         let p = self.pool_of_worker(wi);
         let mut load_changed = false;
+        if role == Role::Prefill {
+            let failed = std::mem::take(&mut self.workers[wi].failed_meanwhile);
+            self.late_terminals.extend(failed);
+        }
         if role == Role::Prefill && !self.workers[wi].deferred.is_empty() {
             // Source releases that waited for this pass to end (before its own hand-offs).
             let deferred = std::mem::take(&mut self.workers[wi].deferred);

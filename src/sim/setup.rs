@@ -201,8 +201,7 @@ fn add_pool(
             pass_end_at: 0.0,
             pending_reservations: Default::default(),
             deferred: Vec::new(),
-            in_zero_time_passes: false,
-            dropped_meanwhile: Vec::new(),
+            failed_meanwhile: Vec::new(),
             balancer: super::adp_balance::Balancer::new(args.adp_balance, args.dp_size),
         });
     }
