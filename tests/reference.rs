@@ -466,6 +466,20 @@ fn a_failure_at_decode_is_reported_when_its_prefill_worker_is_free_as_in_the_ref
     }
 }
 
+/// Zero-time passes that follow a timed prefill pass ending at the same instant run, in
+/// DynoSim, after that pass's terminals are reported and the requests they release are routed:
+/// a prompt one of them rejects still counts on the prefill KV router when the released request
+/// is placed. `dis_reject_after_timed_pass_kv_2p1d`: twelve agentic sessions on 2 + 1 workers
+/// with `max_model_len` 4,096, where ten prompts are rejected; at 53.5 ms a timed pass ends,
+/// a zero-time pass after it rejects a 6,324-token prompt, and the request released by the
+/// timed pass's rejections goes to the other worker (every one of six reference runs), so the
+/// first worker stays idle and releases the 2,290-token prompt's source at 54.6 ms, not at the
+/// end of a pass for that request (84.2 ms; found by random comparison).
+#[test]
+fn a_rejection_after_a_timed_prefill_pass_weighs_until_reported_as_in_the_reference() {
+    hand_off_times_match("dis_reject_after_timed_pass_kv_2p1d");
+}
+
 /// A disaggregated case of `extra/` whose records match the reference's on status, every time
 /// of the hand-off, the reused tokens on either side and the prefill route's overlap, where its
 /// stored records have them (not on worker numbers, which a random first tie may swap).

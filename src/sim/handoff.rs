@@ -45,7 +45,7 @@ impl Sim<'_> {
         }
         // Reported once everything else of the instant is done, as a prefill worker's rejections
         // are: the request it releases (closed loop) finds the passes of the instant started.
-        self.late_terminals.push(req);
+        self.late_terminals.push((req, false));
         true
     }
 

@@ -105,6 +105,14 @@ struct Worker {
     stride_ends: Vec<f64>,
     /// End time of its pending `PassEnd` (meaningful while `busy`).
     pass_end_at: f64,
+    /// When its last timed pass ended.
+    timed_end_at: f64,
+    /// Whether the zero-time passes it is running follow a timed pass that ended at this
+    /// instant. DynoSim runs those as steps of their own, after that pass's terminals are
+    /// reported and the requests they release routed: a prompt one of them rejects is freed on
+    /// the prefill router only when its own terminal is reported (a worker that was idle
+    /// rejects, and frees, before the instant's terminals).
+    after_timed_pass: bool,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
     /// Hand-off steps that reached this worker while it was busy, applied in order when its
@@ -181,8 +189,11 @@ struct Sim<'w> {
     /// releasing the next request) only once everything else of the instant is done: zero-time
     /// passes, hand-offs and reservations, and the passes that start then. So the request
     /// released does not join a pass that starts at that instant, as in DynoSim; one released by
-    /// a decode worker's completion does, as on aggregated workers.
-    late_terminals: Vec<u32>,
+    /// a decode worker's completion does, as on aggregated workers. Each is reported in turn,
+    /// and the request it releases is routed before the next is reported. The flag: a rejected
+    /// prompt the prefill router still counts until its terminal is reported
+    /// ([`Worker::after_timed_pass`]).
+    late_terminals: Vec<(u32, bool)>,
     /// Requests that failed at decode at this instant, whose load the decode pool's KV router
     /// drops only with their late terminals (as DynoSim frees them): the router counts their
     /// prompts when it places the instant's other requests.
@@ -383,8 +394,13 @@ impl<'w> Sim<'w> {
                             router.free(req, self.prompts.of(req), now);
                         }
                     }
-                    for req in std::mem::take(&mut self.late_terminals) {
+                    for (req, free) in std::mem::take(&mut self.late_terminals) {
+                        if free {
+                            self.release_request(0, req);
+                            self.drain_queue(0);
+                        }
                         self.driver.on_terminal(self.w, req, now);
+                        self.take_arrivals(now);
                     }
                 }
             }
@@ -857,6 +873,12 @@ impl<'w> Sim<'w> {
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
+        self.workers[wi].after_timed_pass = self.workers[wi].timed_end_at == self.now;
+        self.start_passes(wi);
+        self.workers[wi].after_timed_pass = false;
+    }
+
+    fn start_passes(&mut self, wi: usize) {
         loop {
             if self.opts.strides
                 && self.workers[wi].role == Role::Prefill
@@ -1086,6 +1108,7 @@ impl<'w> Sim<'w> {
             EventKind::PassEnd { worker, gen } => {
                 // A stale end belongs to a stride that was cut short; its new end is queued.
                 if self.workers[worker as usize].gen == gen {
+                    self.workers[worker as usize].timed_end_at = self.now;
                     self.pass_end(worker as usize);
                 }
             }
@@ -1117,7 +1140,8 @@ impl<'w> Sim<'w> {
         let mut load_changed = false;
         if role == Role::Prefill {
             let failed = std::mem::take(&mut self.workers[wi].failed_meanwhile);
-            self.late_terminals.extend(failed);
+            self.late_terminals
+                .extend(failed.into_iter().map(|req| (req, false)));
         }
         if role == Role::Prefill && !self.workers[wi].deferred.is_empty() {
             // Source releases that waited for this pass to end (before its own hand-offs).
@@ -1141,10 +1165,13 @@ impl<'w> Sim<'w> {
             }
             for &req in &out.rejected {
                 self.col.rejected(req, now);
-                self.release_request(p, req);
-                load_changed = true;
+                let free_when_reported = role == Role::Prefill && self.workers[wi].after_timed_pass;
+                if !free_when_reported {
+                    self.release_request(p, req);
+                    load_changed = true;
+                }
                 if role == Role::Prefill {
-                    self.late_terminals.push(req);
+                    self.late_terminals.push((req, free_when_reported));
                 } else {
                     self.driver.on_terminal(self.w, req, now);
                 }
