@@ -400,7 +400,9 @@ impl<'w> Sim<'w> {
                             self.drain_queue(0);
                         }
                         self.driver.on_terminal(self.w, req, now);
-                        self.take_arrivals(now);
+                        if !capped {
+                            self.take_arrivals(now);
+                        }
                     }
                 }
             }
