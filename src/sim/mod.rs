@@ -105,14 +105,12 @@ struct Worker {
     stride_ends: Vec<f64>,
     /// End time of its pending `PassEnd` (meaningful while `busy`).
     pass_end_at: f64,
-    /// When its last timed pass ended.
+    /// When its last timed pass ended (set once that pass's end is processed). A pass that
+    /// ends at that same instant is a zero-time pass following it, which DynoSim runs as a step
+    /// of its own, after the timed pass's terminals are reported and the requests they release
+    /// routed: a prompt it rejects is freed on the prefill router only when its own terminal is
+    /// reported (a worker that was idle rejects, and frees, before the instant's terminals).
     timed_end_at: f64,
-    /// Whether the zero-time passes it is running follow a timed pass that ended at this
-    /// instant. DynoSim runs those as steps of their own, after that pass's terminals are
-    /// reported and the requests they release routed: a prompt one of them rejects is freed on
-    /// the prefill router only when its own terminal is reported (a worker that was idle
-    /// rejects, and frees, before the instant's terminals).
-    after_timed_pass: bool,
     /// Hand-offs waiting for KV capacity on this decode worker, in arrival order.
     pending_reservations: std::collections::VecDeque<u32>,
     /// Hand-off steps that reached this worker while it was busy, applied in order when its
@@ -192,7 +190,7 @@ struct Sim<'w> {
     /// a decode worker's completion does, as on aggregated workers. Each is reported in turn,
     /// and the request it releases is routed before the next is reported. The flag: a rejected
     /// prompt the prefill router still counts until its terminal is reported
-    /// ([`Worker::after_timed_pass`]).
+    /// ([`Worker::timed_end_at`]).
     late_terminals: Vec<(u32, bool)>,
     /// Requests that failed at decode at this instant, whose load the decode pool's KV router
     /// drops only with their late terminals (as DynoSim frees them): the router counts their
@@ -875,12 +873,6 @@ impl<'w> Sim<'w> {
     /// hidden tokens of requests it has finished prefilling) are applied at once and repeated
     /// until the worker runs out of work or a pass takes time.
     fn start_pass(&mut self, wi: usize) {
-        self.workers[wi].after_timed_pass = self.workers[wi].timed_end_at == self.now;
-        self.start_passes(wi);
-        self.workers[wi].after_timed_pass = false;
-    }
-
-    fn start_passes(&mut self, wi: usize) {
         loop {
             if self.opts.strides
                 && self.workers[wi].role == Role::Prefill
@@ -1110,8 +1102,8 @@ impl<'w> Sim<'w> {
             EventKind::PassEnd { worker, gen } => {
                 // A stale end belongs to a stride that was cut short; its new end is queued.
                 if self.workers[worker as usize].gen == gen {
-                    self.workers[worker as usize].timed_end_at = self.now;
                     self.pass_end(worker as usize);
+                    self.workers[worker as usize].timed_end_at = self.now;
                 }
             }
             EventKind::HandoffActivate { req } => self.activate_handoff(req),
@@ -1167,7 +1159,8 @@ impl<'w> Sim<'w> {
             }
             for &req in &out.rejected {
                 self.col.rejected(req, now);
-                let free_when_reported = role == Role::Prefill && self.workers[wi].after_timed_pass;
+                let free_when_reported =
+                    role == Role::Prefill && self.workers[wi].timed_end_at == now;
                 if !free_when_reported {
                     self.release_request(p, req);
                     load_changed = true;
@@ -1248,9 +1241,7 @@ impl<'w> Sim<'w> {
     fn free_source(&mut self, req: u32, pw: usize) {
         self.workers[pw].ranks[0].release_held(req, &self.prompts);
         self.workers[pw].stalled = false;
-        if let PoolRouter::Kv(r) = &mut self.pools[0].router {
-            r.free(req, self.prompts.of(req), self.now);
-        }
+        self.release_request(0, req);
     }
 
     fn release_request(&mut self, p: usize, req: u32) {

@@ -200,7 +200,6 @@ fn add_pool(
             stride_ends: Vec::new(),
             pass_end_at: 0.0,
             timed_end_at: f64::NEG_INFINITY,
-            after_timed_pass: false,
             pending_reservations: Default::default(),
             deferred: Vec::new(),
             failed_meanwhile: Vec::new(),
