@@ -233,6 +233,36 @@ fn sglang_round_robin_kv_router_and_small_pools() {
     ));
 }
 
+/// SGLang at its default page size of one token, where a stride's middle passes cache their
+/// tokens' pages only before its last pass: full pools that evict cached prompts mid-stride,
+/// retraction, prompts sharing prefixes (the shared pages are cached before any deferral),
+/// page sizes that leave partial pages, and a KV router that sees the cached pages.
+#[test]
+fn sglang_strides_that_cache_their_pages_late() {
+    for (pages, router) in [(1, "round_robin"), (1, "kv_router"), (3, "round_robin")] {
+        check(&format!(
+            "--input-tokens 900 --output-tokens 300 --request-count 160 --replay-concurrency 24 \
+             --num-workers 2 --router-mode {router} --random-range-ratio 0.8 \
+             --shared-prefix-ratio 0.5 --num-prefix-groups 4 \
+             --extra-engine-args '{{\"engine_type\":\"sglang\",\"sglang\":{{\"page_size\":{pages}}},\"num_gpu_blocks\":{}}}'",
+            12_000 / pages
+        ));
+    }
+    // Pages of 64 tokens: a request's cached path is last touched when its latest page
+    // completed, at different passes for different requests.
+    check(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/mooncake_conversation_trace.jsonl.gz --num-workers 4 --extra-engine-args \
+         '{\"engine_type\":\"sglang\",\"sglang\":{\"page_size\":64},\"num_gpu_blocks\":16384}'"
+    ));
+    for router in ["round_robin", "kv_router"] {
+        check(&format!(
+            "{SESSIONS} --num-workers 2 --replay-concurrency 6 --router-mode {router} \
+             --extra-engine-args '{{\"engine_type\":\"sglang\",\"num_gpu_blocks\":40000}}'"
+        ));
+    }
+}
+
 /// A measured profile (`planner_profile_data`): decode time depends on the context, which grows
 /// by one token every pass, so a stride evaluates every pass's duration.
 #[test]

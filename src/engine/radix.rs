@@ -365,8 +365,9 @@ impl RadixCache {
     }
 
     /// Evicts least recently used unlocked pages until `pages` are freed or none is left;
-    /// pushes the keys of the evicted pages to `removed`. Returns the pages freed.
-    pub fn evict(&mut self, pages: u32, removed: &mut Vec<PageKey>) -> u32 {
+    /// pushes the keys of the evicted pages to `removed` when given (only a router needs them).
+    /// Returns the pages freed.
+    pub fn evict(&mut self, pages: u32, mut removed: Option<&mut Vec<PageKey>>) -> u32 {
         let mut evicted = 0;
         while evicted < pages {
             let Some(&victim) = self
@@ -380,7 +381,9 @@ impl RadixCache {
             let take = (pages - evicted).min(len);
             if take < len {
                 let n = &mut self.nodes[victim as usize];
-                removed.extend_from_slice(&n.key[(len - take) as usize..]);
+                if let Some(removed) = removed.as_deref_mut() {
+                    removed.extend_from_slice(&n.key[(len - take) as usize..]);
+                }
                 n.key.truncate((len - take) as usize);
                 self.free_pages += take;
                 self.evictable_pages -= take as u64;
@@ -389,7 +392,9 @@ impl RadixCache {
             }
             self.remove_leaf(victim);
             let n = std::mem::take(&mut self.nodes[victim as usize]);
-            removed.extend_from_slice(&n.key);
+            if let Some(removed) = removed.as_deref_mut() {
+                removed.extend_from_slice(&n.key);
+            }
             self.free_pages += len;
             self.evictable_pages -= len as u64;
             evicted += len;
@@ -432,13 +437,13 @@ mod tests {
         assert_eq!(c.evictable_pages(), 4);
         // Oldest leaf first ([4, 5]), then [6, 7]; the locked prefix stays.
         let mut removed = Vec::new();
-        assert_eq!(c.evict(10, &mut removed), 4);
+        assert_eq!(c.evict(10, Some(&mut removed)), 4);
         assert_eq!(removed, vec![4, 5, 6, 7]);
         c.dec_lock(mid);
         assert_eq!(c.evictable_pages(), 3);
         removed.clear();
         // Partial eviction takes the tail of the leaf.
-        assert_eq!(c.evict(1, &mut removed), 1);
+        assert_eq!(c.evict(1, Some(&mut removed)), 1);
         assert_eq!(removed, vec![3]);
         assert_eq!(c.prefix_match_len(&keys(&a), 5), 2);
     }

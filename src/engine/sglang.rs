@@ -160,6 +160,10 @@ pub struct SglangEngine<M: LatencyModel> {
     evicted: Vec<PageKey>,
     can_run: Vec<u32>,
     finished_slots: Vec<u32>,
+    /// Running requests by the stride pass (modulo the page size) that starts a page for them.
+    page_residues: Vec<u32>,
+    /// Running requests in the order a stride caches their deferred pages.
+    stride_order: Vec<(u32, u32)>,
 }
 
 /// The radix-cache keys of request `req`'s pages: the content ids of its whole sequence, the
@@ -215,6 +219,8 @@ impl<M: LatencyModel> SglangEngine<M> {
             evicted: Vec::new(),
             can_run: Vec::new(),
             finished_slots: Vec::new(),
+            page_residues: Vec::new(),
+            stride_order: Vec::new(),
         }
     }
 
@@ -456,8 +462,12 @@ impl<M: LatencyModel> SglangEngine<M> {
     }
 
     fn evict(&mut self, pages: u32) {
+        if !self.record_events {
+            self.cache.evict(pages, None);
+            return;
+        }
         let mut removed = std::mem::take(&mut self.evicted);
-        self.cache.evict(pages, &mut removed);
+        self.cache.evict(pages, Some(&mut removed));
         for &k in &removed {
             self.unpublish(k);
         }
@@ -901,7 +911,6 @@ impl<M: LatencyModel> SglangEngine<M> {
         {
             return None;
         }
-        let page = self.s.page;
         let mut k = max_passes;
         let mut ctx = 0u64;
         for &i in &self.running {
@@ -922,12 +931,9 @@ impl<M: LatencyModel> SglangEngine<M> {
         if !self.record_events {
             free += self.cache.evictable_pages();
         }
+        self.count_page_residues();
         for pass in 0..k {
-            let growth = self
-                .running
-                .iter()
-                .filter(|&&i| (self.reqs[i as usize].len() + pass).is_multiple_of(page))
-                .count() as u64;
+            let growth = self.stride_growth(pass);
             if growth > free {
                 break;
             }
@@ -948,8 +954,15 @@ impl<M: LatencyModel> SglangEngine<M> {
         let mut slots = std::mem::take(&mut self.can_run);
         slots.clear();
         slots.extend_from_slice(&self.running);
-        for _ in 0..passes {
-            let growth = self.growth_pages();
+        // After the first pass has cached every prompt, the middle passes of a long stride only
+        // count their tokens when each request's pages are its own: caching them once before
+        // the last pass, in the order their last pages were completed, leaves the tree as a pass
+        // at a time would (those pages stay locked, so no eviction meanwhile can see them), and
+        // saves a tree insertion per page.
+        let mut deferring = false;
+        self.count_page_residues();
+        for pass in 0..passes {
+            let growth = self.stride_growth(pass) as u32;
             let available = self.cache.available_pages();
             if available < growth {
                 self.evict(growth - available);
@@ -960,7 +973,15 @@ impl<M: LatencyModel> SglangEngine<M> {
             // Each pass starts with a receive, with nothing to take in.
             self.recv.tick(false);
             self.recv.last_pass(false);
+            if deferring && pass + 1 < passes {
+                self.generate_uncached();
+                continue;
+            }
+            if deferring {
+                self.cache_running(prompts, passes - 2);
+            }
             self.decode_tokens(prompts, out, false);
+            deferring = pass == 0 && passes > 2 && self.running_tails_private(prompts);
         }
         // Completions happen only in the last pass; a finished request's slot keeps its counts
         // until the slot is reused by a later `enqueue`.
@@ -970,6 +991,65 @@ impl<M: LatencyModel> SglangEngine<M> {
         }
         self.can_run = slots;
         out.progressed = true;
+    }
+
+    /// Counts the running requests by the pass of a stride (modulo the page size) whose token
+    /// starts a new page: pass `p` adds a page to each request whose length plus `p` is a
+    /// multiple of the page size (one token a pass, no multi-token prediction in a stride).
+    fn count_page_residues(&mut self) {
+        let page = self.s.page;
+        self.page_residues.clear();
+        self.page_residues.resize(page as usize, 0);
+        for &i in &self.running {
+            let len = self.reqs[i as usize].len();
+            self.page_residues[((page - len % page) % page) as usize] += 1;
+        }
+    }
+
+    /// Pages pass `pass` of a stride takes (after [`SglangEngine::count_page_residues`]).
+    fn stride_growth(&self, pass: u32) -> u64 {
+        self.page_residues[(pass % self.s.page) as usize] as u64
+    }
+
+    /// Whether every running request's pages from its cached prefix on are private to it: no
+    /// other request can share them, so caching them a token at a time or all at once leaves
+    /// the same tree, with the same order of last accesses once the stride's last pass has
+    /// cached or finished every request again.
+    fn running_tails_private(&self, prompts: &PromptBlocks) -> bool {
+        self.running.iter().all(|&i| {
+            let r = &self.reqs[i as usize];
+            prompts.whole_sequence_of(r.req).len() as u32 <= r.cached_pages
+        })
+    }
+
+    /// One token for each running request of a stride's middle pass, its page already set
+    /// aside; caching the pages waits for [`SglangEngine::cache_running`].
+    fn generate_uncached(&mut self) {
+        for &slot in &self.running {
+            let r = &mut self.reqs[slot as usize];
+            r.generated += 1;
+            r.materialized += 1;
+        }
+    }
+
+    /// Caches the running requests' pages completed by the last `deferred` passes' tokens, in
+    /// the order in which the last of those pages was completed (queue order within a pass):
+    /// the tree's order of last accesses is then the one caching each page as it was completed
+    /// would have left.
+    fn cache_running(&mut self, prompts: &PromptBlocks, deferred: u32) {
+        let page = self.s.page;
+        let mut order = std::mem::take(&mut self.stride_order);
+        order.clear();
+        // Tokens generated since its last complete page: the smaller, the later that page.
+        order.extend(self.running.iter().filter_map(|&slot| {
+            let since = self.reqs[slot as usize].materialized % page;
+            (since < deferred).then_some((since, slot))
+        }));
+        order.sort_by_key(|&(since, _)| std::cmp::Reverse(since));
+        for &(_, slot) in &order {
+            self.cache_materialized(slot, prompts);
+        }
+        self.stride_order = order;
     }
 
     fn complete(&mut self, slot: u32, prompts: &PromptBlocks, out: &mut PassOutput) {
