@@ -5,7 +5,7 @@
 //! tokens. A pass is computed eagerly when it starts; its tokens, completions and KV events
 //! become visible at its end.
 
-use super::kv::KvEvent;
+use super::kv::{IdMap, KvEvent};
 use super::mtp::BurstSampler;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::stall::StallCause;
@@ -144,7 +144,7 @@ pub struct SglangEngine<M: LatencyModel> {
     recv: RecvSkipper,
     /// Router view: how many pages hold each shareable content id, and the pending events.
     record_events: bool,
-    page_refs: FxHashMap<u32, u32>,
+    page_refs: IdMap,
     events: Vec<KvEvent>,
     /// Disaggregated hand-offs (decode side): reserved destinations by request, activated ones
     /// waiting to join the running batch, whether the simulator has destinations it could not
@@ -165,6 +165,9 @@ pub struct SglangEngine<M: LatencyModel> {
     /// Running requests in the order a stride caches their deferred pages.
     stride_order: Vec<(u32, u32)>,
 }
+
+/// No page holds the content id ([`IdMap`]'s value for an id never set).
+const NO_REFS: u32 = u32::MAX;
 
 /// The radix-cache keys of request `req`'s pages: the content ids of its whole sequence, the
 /// last output token's page included (SGLang keeps that token's slot), then ids of its own.
@@ -209,7 +212,7 @@ impl<M: LatencyModel> SglangEngine<M> {
             inbox: VecDeque::new(),
             recv: RecvSkipper::new(g.scheduler_recv_interval),
             record_events: record_kv_events,
-            page_refs: FxHashMap::default(),
+            page_refs: IdMap::new(),
             events: Vec::new(),
             handoffs: Box::default(),
             prebuilt: VecDeque::new(),
@@ -432,10 +435,12 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn publish(&mut self, key: PageKey) {
         if self.record_events && PageKeys::is_shared(key) {
             let id = key as u32;
-            let n = self.page_refs.entry(id).or_insert(0);
-            *n += 1;
-            if *n == 1 {
-                self.events.push(KvEvent::Stored(id));
+            match self.page_refs.get(id) {
+                NO_REFS => {
+                    self.page_refs.set(id, 1);
+                    self.events.push(KvEvent::Stored(id));
+                }
+                n => self.page_refs.set(id, n + 1),
             }
         }
     }
@@ -443,12 +448,13 @@ impl<M: LatencyModel> SglangEngine<M> {
     fn unpublish(&mut self, key: PageKey) {
         if self.record_events && PageKeys::is_shared(key) {
             let id = key as u32;
-            if let Some(n) = self.page_refs.get_mut(&id) {
-                *n -= 1;
-                if *n == 0 {
-                    self.page_refs.remove(&id);
+            match self.page_refs.get(id) {
+                NO_REFS => {}
+                1 => {
+                    self.page_refs.set(id, NO_REFS);
                     self.events.push(KvEvent::Removed(id));
                 }
+                n => self.page_refs.set(id, n - 1),
             }
         }
     }
