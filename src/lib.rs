@@ -23,6 +23,7 @@ pub mod config;
 pub mod deploy;
 pub(crate) mod engine;
 pub mod error;
+pub mod output_file;
 pub mod report;
 pub(crate) mod router;
 pub mod run;

@@ -419,3 +419,38 @@ fn a_time_cap_on_an_agentic_trace_is_ignored_with_a_warning() {
     let flat = run(&["trace.jsonl"]);
     assert!(!flat.contains("ignored"), "{flat}");
 }
+
+/// A report path that is a pipe (`--report-json /dev/stdout`, a FIFO) is written in place: the
+/// atomic rename of a temporary file would have replaced it with a regular file (as root, the
+/// same happened to `/dev/null`).
+#[cfg(unix)]
+#[test]
+fn a_report_to_a_pipe_is_written_into_the_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("report.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read_to_string(fifo).unwrap())
+    };
+    cargo_bin_cmd!("dynosim")
+        .current_dir(dir.path())
+        .args(expand("run SYN --replay-concurrency 2 --report-json"))
+        .arg(&fifo)
+        .assert()
+        .success();
+    // Checked before waiting for the reader, which a replaced FIFO would leave blocked.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(
+        files_in(dir.path()),
+        ["report.fifo"],
+        "no temporary file left"
+    );
+    let report: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(report["completed_requests"], 5);
+}

@@ -921,19 +921,11 @@ fn check_output(path: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Writes `text` to `path` through a temporary file in the same folder.
+/// Writes `text` to `path` through a temporary file in the same folder (a device or pipe is
+/// written in place).
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = folder_of(path);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::bail!("cannot write {}: {e}", path.display());
-    }
-    Ok(())
+    crate::sweep::record::write_atomic(path, text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

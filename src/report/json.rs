@@ -166,8 +166,12 @@ fn temp_sibling(path: &Path) -> PathBuf {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
-/// synced, then renamed over `path`. Missing parent directories are created.
+/// synced, then renamed over `path` (a device or pipe is written in place). Missing parent
+/// directories are created.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if crate::output_file::is_special(path) {
+        return crate::output_file::write_special(path, |w| w.write_all(bytes));
+    }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }

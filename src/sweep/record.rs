@@ -286,7 +286,8 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Writes a file through a temporary name in the same folder, then renames it into place.
+/// Writes a file through a temporary name in the same folder, then renames it into place (a
+/// device or pipe is written in place).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
@@ -297,6 +298,9 @@ pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
+    if crate::output_file::is_special(path) {
+        return crate::output_file::write_special(path, fill);
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
