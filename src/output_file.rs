@@ -1,15 +1,17 @@
 //! Where an output file is not a regular file. dynosim writes its files through a temporary
 //! sibling renamed into place, so that a reader never sees half a file; renamed onto a device,
-//! a pipe or a socket (`--report-json /dev/null`, `-o /dev/stdout`), that would replace it with
-//! a regular file (as root, `/dev/null` itself). Such a path is written directly instead.
+//! a pipe, a socket or a symbolic link (`--report-json /dev/null`, `-o /dev/stdout`), that would
+//! replace it with a regular file (as root, `/dev/null` itself). Such a path is written
+//! directly instead, truncated as DynoSim's Python `open(path, "w")` does.
 
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-/// Whether `path` (its links followed) exists and is neither a regular file nor a folder.
+/// Whether `path` is a symbolic link, or exists and is neither a regular file nor a folder.
 pub fn is_special(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+        || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Writes to an existing special file in place, as `fill` streams it.
@@ -17,7 +19,8 @@ pub fn write_special(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut w = BufWriter::new(OpenOptions::new().write(true).open(path)?);
+    let file = OpenOptions::new().write(true).truncate(true).open(path)?;
+    let mut w = BufWriter::new(file);
     fill(&mut w)?;
     w.flush()
 }
@@ -38,5 +41,16 @@ mod tests {
         std::fs::write(&file, "{}").unwrap();
         assert!(!is_special(&file));
         assert!(!is_special(dir.path()));
+        // A link is written through, not replaced; its target is truncated first.
+        std::fs::write(&file, "a longer old report").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(is_special(&link));
+        write_special(&link, |w| w.write_all(b"{}")).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
     }
 }

@@ -921,7 +921,7 @@ fn check_output(path: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Writes `text` to `path` through a temporary file in the same folder (a device or pipe is
+/// Writes `text` to `path` through a temporary file in the same folder (a device, pipe or link is
 /// written in place).
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     crate::sweep::record::write_atomic(path, text.as_bytes())

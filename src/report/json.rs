@@ -166,7 +166,7 @@ fn temp_sibling(path: &Path) -> PathBuf {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
-/// synced, then renamed over `path` (a device or pipe is written in place). Missing parent
+/// synced, then renamed over `path` (a device, pipe or link is written in place). Missing parent
 /// directories are created.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if crate::output_file::is_special(path) {

@@ -287,7 +287,7 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
 }
 
 /// Writes a file through a temporary name in the same folder, then renames it into place (a
-/// device or pipe is written in place).
+/// device, pipe or link is written in place).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
