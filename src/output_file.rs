@@ -1,12 +1,45 @@
-//! Where an output file is not a regular file. dynosim writes its files through a temporary
-//! sibling renamed into place, so that a reader never sees half a file; renamed onto a device,
-//! a pipe, a socket or a symbolic link (`--report-json /dev/null`, `-o /dev/stdout`), that would
-//! replace it with a regular file (as root, `/dev/null` itself). Such a path is written
-//! directly instead, truncated as DynoSim's Python `open(path, "w")` does.
+//! Writing an output file. dynosim writes its files through a temporary sibling renamed into
+//! place, so that a reader never sees half a file; renamed onto a device, a pipe, a socket or a
+//! symbolic link (`--report-json /dev/null`, `-o /dev/stdout`), that would replace it with a
+//! regular file (as root, `/dev/null` itself). Such a path is written directly instead,
+//! truncated as DynoSim's Python `open(path, "w")` does.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+
+/// Writes a file through a temporary name in the same folder, then renames it into place (a
+/// device, pipe or link is written in place).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content streamed by `fill` (large files are never held whole in
+/// memory). On any error the temporary file is removed and `path` is left as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    if is_special(path) {
+        return write_special(path, fill);
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut w = BufWriter::new(File::create(&tmp)?);
+        fill(&mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
 
 /// Whether `path` is a symbolic link, or exists and is neither a regular file nor a folder.
 pub fn is_special(path: &Path) -> bool {

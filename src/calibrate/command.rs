@@ -924,7 +924,7 @@ fn check_output(path: &Path) -> Result<(), InputError> {
 /// Writes `text` to `path` through a temporary file in the same folder (a device, pipe or link is
 /// written in place).
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    crate::sweep::record::write_atomic(path, text.as_bytes())
+    crate::output_file::write_atomic(path, text.as_bytes())
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 

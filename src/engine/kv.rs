@@ -20,7 +20,8 @@
 
 use rustc_hash::FxHashMap;
 
-const NIL: u32 = u32::MAX;
+/// No entry ([`IdMap`]'s value for an id never set; no slot).
+pub(crate) const NIL: u32 = u32::MAX;
 
 const PAGE_BITS: u32 = 10;
 const PAGE: usize = 1 << PAGE_BITS;

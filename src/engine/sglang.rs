@@ -5,7 +5,7 @@
 //! tokens. A pass is computed eagerly when it starts; its tokens, completions and KV events
 //! become visible at its end.
 
-use super::kv::{IdMap, KvEvent};
+use super::kv::{IdMap, KvEvent, NIL};
 use super::mtp::BurstSampler;
 use super::radix::{PageKey, PageKeys, RadixCache, NO_NODE};
 use super::stall::StallCause;
@@ -165,9 +165,6 @@ pub struct SglangEngine<M: LatencyModel> {
     /// Running requests in the order a stride caches their deferred pages.
     stride_order: Vec<(u32, u32)>,
 }
-
-/// No page holds the content id ([`IdMap`]'s value for an id never set).
-const NO_REFS: u32 = u32::MAX;
 
 /// The radix-cache keys of request `req`'s pages: the content ids of its whole sequence, the
 /// last output token's page included (SGLang keeps that token's slot), then ids of its own.
@@ -436,7 +433,7 @@ impl<M: LatencyModel> SglangEngine<M> {
         if self.record_events && PageKeys::is_shared(key) {
             let id = key as u32;
             match self.page_refs.get(id) {
-                NO_REFS => {
+                NIL => {
                     self.page_refs.set(id, 1);
                     self.events.push(KvEvent::Stored(id));
                 }
@@ -449,9 +446,9 @@ impl<M: LatencyModel> SglangEngine<M> {
         if self.record_events && PageKeys::is_shared(key) {
             let id = key as u32;
             match self.page_refs.get(id) {
-                NO_REFS => {}
+                NIL => {}
                 1 => {
-                    self.page_refs.set(id, NO_REFS);
+                    self.page_refs.set(id, NIL);
                     self.events.push(KvEvent::Removed(id));
                 }
                 n => self.page_refs.set(id, n - 1),

@@ -6,6 +6,7 @@ use super::resolve::{ResolvedPoint, WorkloadSource};
 use super::spec::sha256_hex;
 use super::values::canonical_json;
 use crate::config::SimConfig;
+pub use crate::output_file::{write_atomic, write_atomic_with};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -284,39 +285,6 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
     let mut h = Sha256::new();
     io::copy(&mut f, &mut h)?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Writes a file through a temporary name in the same folder, then renames it into place (a
-/// device, pipe or link is written in place).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, |w| w.write_all(bytes))
-}
-
-/// [`write_atomic`] with the content streamed by `fill` (large files are never held whole in
-/// memory). On any error the temporary file is removed and `path` is left as it was.
-pub fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    if crate::output_file::is_special(path) {
-        return crate::output_file::write_special(path, fill);
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut w = io::BufWriter::new(File::create(&tmp)?);
-        fill(&mut w)?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// What reading `points.jsonl` (or another file of JSON lines) found.
