@@ -274,6 +274,15 @@ fn trace_formats_and_trtllm_match_the_reference() {
     reference_table_matches("formats", 39, &[]);
 }
 
+/// Fourteen round-robin configurations of the eighth random comparison (2026-12-07), each equal
+/// to the reference in every field there: vLLM, SGLang (pages of 1 to 64 tokens, FCFS and LPM,
+/// small chunks) and TRT-LLM, aggregated and disaggregated, on every trace format and on
+/// synthetic sessions, with time scaling, SLAs and a time cap.
+#[test]
+fn the_eighth_random_comparison_matches_the_reference() {
+    reference_table_matches("random8", 14, &[]);
+}
+
 /// Multi-token prediction (`aic_nextn`, with DynoSim's polynomial timing) on the vLLM, TRT-LLM
 /// and SGLang engines: default and given acceptance rates and seed, two workers behind round
 /// robin, DP ranks (each its own draws), preemption (vLLM, under either victim order) and
