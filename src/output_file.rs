@@ -3,13 +3,19 @@
 //! symbolic link (`--report-json /dev/null`, `-o /dev/stdout`), that would replace it with a
 //! regular file (as root, `/dev/null` itself). Such a path is written directly instead,
 //! truncated as DynoSim's Python `open(path, "w")` does.
+//!
+//! The temporary file is registered with [`crate::signals`], so a `run` stopped by Ctrl-C or
+//! SIGTERM while writing removes it, and its name carries the process id and a per-process
+//! count, so processes and threads writing beside each other (shards of a sweep sharing a
+//! folder, two compilations filling the AIC engine cache) never share one.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Writes a file through a temporary name in the same folder, then renames it into place (a
-/// device, pipe or link is written in place).
+/// device, pipe or link is written in place). Missing parent folders are created.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
@@ -23,13 +29,12 @@ pub fn write_atomic_with(
     if is_special(path) {
         return write_special(path, fill);
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let tmp = temp_sibling(path);
     let result = (|| {
-        let mut w = BufWriter::new(File::create(&tmp)?);
+        let mut w = BufWriter::new(crate::signals::create_removable(&tmp)?);
         fill(&mut w)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
@@ -38,7 +43,20 @@ pub fn write_atomic_with(
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    crate::signals::keep(&tmp);
     result
+}
+
+/// A hidden name beside `path` for writing it: `.{name}.{pid}.{n}.tmp`, unique within the
+/// process and across processes.
+pub fn temp_sibling(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
 }
 
 /// Whether `path` is a symbolic link, or exists and is neither a regular file nor a folder.
@@ -61,6 +79,28 @@ pub fn write_special(
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_written_whole_into_new_folders_and_no_temporary_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/report.json");
+        write_atomic(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        // A failing fill leaves the old file as it was and removes its temporary.
+        let failed = write_atomic_with(&path, |w| {
+            w.write_all(b"half")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["report.json"]);
+        // Temporary names differ between writes of the same path.
+        assert_ne!(temp_sibling(&path), temp_sibling(&path));
+    }
 
     #[test]
     fn devices_are_special_and_written_in_place() {

@@ -4,8 +4,9 @@
 //!
 //! A sweep stops gracefully: the first signal stops it starting points and lets the running ones
 //! finish (within its grace period) before the leaderboards are written; a second one aborts at
-//! once. `run` stops at once, removing the files it registered with [`remove_on_stop`] first
-//! (its reports' temporary files), so a stopped run leaves nothing half-written behind.
+//! once. `run` stops at once. Either way the files registered with [`create_removable`] (the
+//! temporary files of every output being written, see `output_file`) are removed first, so a
+//! stopped process leaves nothing half-written behind.
 //!
 //! Signal handling is process-wide by nature; this module owns that state and nothing else (no
 //! result ever depends on it).
@@ -76,6 +77,9 @@ pub fn watch(mode: OnSignal) -> u64 {
                         std::process::exit(exit_code_for(signal));
                     }
                     if n >= 2 {
+                        // Files being written now are removed, as on a stopped `run`.
+                        let mut list = TO_REMOVE.lock();
+                        remove_registered(&mut list);
                         eprintln!(
                             "\ndynosim: {} again: aborting (rerun with --resume to continue)",
                             name(signal)

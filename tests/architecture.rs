@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 /// Rooms, bottom floor first. A room is a top-level module, or a folder inside one that has a
 /// floor of its own (`workload` holds the requests and their shared block and session machinery, `workload::formats` parses files into them).
 const FLOORS: &[&[&str]] = &[
-    &["error", "signals", "output_file"],
+    &["error", "signals"],
+    &["output_file"],
     &["timing", "workload"],
     &["workload::formats"],
     &["config"],

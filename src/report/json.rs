@@ -6,7 +6,6 @@
 
 use super::{Report, RequestRecord, Stall, Value, STALL_KEY};
 use crate::error::InputError;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A float as Python's `repr(float)`: shortest round-trip digits, positional notation for
@@ -157,39 +156,6 @@ impl Report {
     }
 }
 
-fn temp_sibling(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".to_string());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
-/// synced, then renamed over `path` (a device, pipe or link is written in place). Missing parent
-/// directories are created.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if crate::output_file::is_special(path) {
-        return crate::output_file::write_special(path, |w| w.write_all(bytes));
-    }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let tmp = temp_sibling(path);
-    // Registered so that a Ctrl-C or SIGTERM during `run` removes it (see `signals`).
-    let result = (|| {
-        let mut f = crate::signals::create_removable(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    crate::signals::keep(&tmp);
-    result
-}
-
 /// Checks that files can be created in the folder `path` will be written to: the nearest
 /// existing folder on its way is probed by creating and removing an empty file. Returns the
 /// probed folder and the error, if any.
@@ -218,7 +184,7 @@ pub fn probe_writable(path: &Path) -> Result<(), (PathBuf, std::io::Error)> {
 
 /// Writes the report as DynoSim does (indent 2, sorted keys, Python float repr, final newline).
 pub fn write_json(report: &Report, path: &Path) -> std::io::Result<()> {
-    write_atomically(path, report.to_json_string().as_bytes())
+    crate::output_file::write_atomic(path, report.to_json_string().as_bytes())
 }
 
 /// Per-request records as JSONL: one compact object per line, keys in §8.4 order, `None` as null.
@@ -233,7 +199,7 @@ pub fn jsonl_string(records: &[RequestRecord]) -> String {
 
 /// Writes per-request records (see [`jsonl_string`]) atomically.
 pub fn write_jsonl(records: &[RequestRecord], path: &Path) -> std::io::Result<()> {
-    write_atomically(path, jsonl_string(records).as_bytes())
+    crate::output_file::write_atomic(path, jsonl_string(records).as_bytes())
 }
 
 #[cfg(test)]

@@ -513,6 +513,11 @@ mod tests {
         assert!(f.bad_lines.is_empty() && !f.truncated_tail);
         write_atomic(&dir.path().join("x.txt"), b"hello").unwrap();
         assert_eq!(std::fs::read(dir.path().join("x.txt")).unwrap(), b"hello");
-        assert!(!dir.path().join(".x.txt.tmp").exists());
+        let hidden: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(hidden.is_empty(), "temporary files left: {hidden:?}");
     }
 }

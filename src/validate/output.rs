@@ -224,7 +224,7 @@ fn write_all(dir: &Path, files: &[(&str, String)]) -> anyhow::Result<()> {
     }
     let mut tmps = Vec::new();
     for (name, text) in files {
-        let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+        let tmp = crate::output_file::temp_sibling(&dir.join(name));
         if let Err(e) = std::fs::write(&tmp, text) {
             tmps.push(tmp);
             undo(&tmps);

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -405,22 +405,12 @@ fn compile(
     };
     if a.ok {
         if let Some(path) = &cached {
-            write_atomically(path, &serde_json::to_string(&a).expect("answer serialises"));
+            // Best effort: a cache that cannot be written only costs a recompile next time.
+            let text = serde_json::to_string(&a).expect("answer serialises");
+            let _ = crate::output_file::write_atomic(path, text.as_bytes());
         }
     }
     Ok((from_answer(a, &what)?, true))
-}
-
-/// Best effort: a cache that cannot be written only costs a recompile next time.
-fn write_atomically(path: &Path, text: &str) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
 }
 
 /// A loaded AIC engine, shared read-only by every simulation that uses it.
