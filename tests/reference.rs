@@ -575,6 +575,27 @@ fn records_name_sessions_as_in_the_reference() {
     }
 }
 
+/// A `mooncake-delta` turn's record names DynoSim's prompt: its session's new inputs and the
+/// output tokens its earlier turns *emitted*, none for a refused turn and fewer for one a
+/// TRT-LLM pool or `max_model_len` cut short (every such successor is refused in both).
+#[test]
+fn delta_records_count_only_the_tokens_earlier_turns_emitted() {
+    for name in ["delta_trt_reject_rr2", "delta_max_model_len_rr2"] {
+        records_match(
+            "formats",
+            name,
+            &["arrival_time_ms", "requested_output_length"],
+            &[
+                "input_length",
+                "output_length",
+                "terminal_status",
+                "session_id",
+                "turn_index",
+            ],
+        );
+    }
+}
+
 /// KV-router queueing on one worker of two DP ranks: DynoSim hands the router each rank's
 /// completions in turn and releases its queue after each, so requests queued at one instant see
 /// rank 0's completions before rank 1's. Its random tie-breaking gives more than one outcome

@@ -365,6 +365,7 @@ impl Collector {
         let report = build_report(&completed, &self.gaps, &totals);
         let mut records = Vec::new();
         if self.keep_records {
+            let unemitted = w.is_delta().then(|| unemitted_before(w, &self.recs));
             for (i, r) in self.recs.iter().enumerate().skip(skip) {
                 let status = match r.status {
                     Status::Completed => "completed",
@@ -392,7 +393,7 @@ impl Collector {
                     e2e_latency_ms: done.then_some(r.last_token - r.arrival),
                     itl_ms: (done && r.n_out > 1)
                         .then(|| (r.last_token - r.first_token) / (r.n_out - 1) as f64),
-                    input_length: spec.input_length,
+                    input_length: spec.input_length - unemitted.as_ref().map_or(0, |u| u[i]),
                     requested_output_length: spec.output_length,
                     output_length: r.n_out,
                     reused_input_tokens: if disagg {
@@ -422,4 +423,23 @@ impl Collector {
         }
         super::SimOutput { report, records }
     }
+}
+
+/// Per request of a `mooncake-delta` workload, the output tokens its session's earlier turns
+/// planned but did not emit (a refused turn emits none; a TRT-LLM pool or `max_model_len` can
+/// cut one short). DynoSim builds a turn's prompt from the tokens emitted before it, where the
+/// workload's `input_length` counts the planned ones. The simulation is the same either way: a
+/// turn after such a shortfall has a prompt at least as long as the pool or length limit that
+/// refused or cut its predecessor, so both refuse it. Its record names DynoSim's prompt.
+fn unemitted_before(w: &Workload, recs: &[Rec]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(recs.len());
+    let (mut session, mut short) = (u32::MAX, 0u32);
+    for (spec, r) in w.requests.iter().zip(recs) {
+        if spec.session != session {
+            (session, short) = (spec.session, 0);
+        }
+        out.push(short);
+        short = short.saturating_add(spec.output_length.saturating_sub(r.n_out));
+    }
+    out
 }

@@ -25,11 +25,11 @@
 //! * A trace of single-turn sessions is replayed as a plain Mooncake trace.
 //! * Rejected for disaggregated replay (checked where the topology is known).
 //!
-//! Not modelled: DynoSim appends only the tokens a turn actually *emitted* (none for a rejected
-//! turn, fewer for an output clamped to a TRT-LLM pool or to `max_model_len`); dynosim's
+//! Not modelled here: DynoSim appends only the tokens a turn actually *emitted* (none for a
+//! rejected turn, fewer for an output clamped to a TRT-LLM pool or to `max_model_len`); the
 //! streams assume every turn emits its planned output. Prompts only grow, so such a session's
-//! later turns are usually refused either way (checked against DynoSim: same reports; the
-//! refused turns' records show a longer `input_length`).
+//! later turns are refused either way (same reports as DynoSim); their records' `input_length`
+//! is corrected to the emitted tokens when the run ends (`sim::collector`).
 
 use super::{mooncake, Timing};
 use crate::error::InputError;
