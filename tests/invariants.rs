@@ -391,12 +391,15 @@ fn check(s: &Setup) -> Result<(), TestCaseError> {
                     "completed request {} emitted a different output length",
                     r.uuid
                 );
+                // One with nothing to generate counts as completed, as in DynoSim, with no
+                // token times.
+                completed += 1;
+                input_tokens += u64::from(r.input_length);
                 if r.output_length == 0 {
+                    prop_assert!(r.first_token_ms.is_none() && r.ttft_ms.is_none(), "{r:?}");
                     continue;
                 }
-                completed += 1;
                 output_tokens += u64::from(r.output_length);
-                input_tokens += u64::from(r.input_length);
                 let (Some(first), Some(last), Some(ttft), Some(e2e)) = (
                     r.first_token_ms,
                     r.last_token_ms,

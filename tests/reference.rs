@@ -575,6 +575,29 @@ fn records_name_sessions_as_in_the_reference() {
     }
 }
 
+/// Requests with output length 0 finish after their prefill without a token, as DynoSim's do:
+/// before the step is timed (neither one of its sequences nor part of its KV load), counted as
+/// completed (input tokens, prefix reuse and duration included) but in no latency or goodput
+/// figure; on vLLM, SGLang and TRT-LLM, open and closed loop, DP ranks, a time cap and
+/// disaggregated pools (`tests/data/reference/osl0/`).
+#[test]
+fn requests_without_output_match_the_reference() {
+    reference_table_matches("osl0", 12, &[]);
+    records_match(
+        "osl0",
+        "osl0_rr2_sla",
+        &["arrival_time_ms", "requested_output_length"],
+        &[
+            "input_length",
+            "output_length",
+            "terminal_status",
+            "terminal_time_ms",
+            "first_token_ms",
+            "last_token_ms",
+        ],
+    );
+}
+
 /// A `mooncake-delta` turn's record names DynoSim's prompt: its session's new inputs and the
 /// output tokens its earlier turns *emitted*, none for a refused turn and fewer for one a
 /// TRT-LLM pool or `max_model_len` cut short (every such successor is refused in both).

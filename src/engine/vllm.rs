@@ -1111,6 +1111,7 @@ impl<M: LatencyModel> Engine<M> {
             out.preempted = preempted;
             return prefill_ms + decode_ms;
         }
+        self.retire_done_without_token(out, is_prefill);
         let mut ready = 0u64;
         let mut ctx_sum = 0u64;
         for &s in &self.running {
@@ -1175,6 +1176,24 @@ impl<M: LatencyModel> Engine<M> {
         prefill_ms + decode_ms
     }
 
+    /// The first part of token emission, as DynoSim's: a sequence whose known tokens are all
+    /// computed and that may generate none (an output length of 0, once its prompt is done)
+    /// finishes without a token, its blocks freed before the step is timed, so it is neither
+    /// one of the step's sequences nor part of its KV load.
+    fn retire_done_without_token(&mut self, out: &mut PassOutput, is_prefill: bool) {
+        let mut k = 0usize;
+        while k < self.running.len() {
+            let s = self.running[k];
+            let seq = &self.seqs[s as usize];
+            if seq.num_computed >= seq.input + seq.generated && self.remaining_output(s) == 0 {
+                self.retire(k, out, is_prefill);
+                out.progressed = true;
+            } else {
+                k += 1;
+            }
+        }
+    }
+
     /// Token emission under multi-token prediction (step 4 of a pass), as DynoSim's: every
     /// running sequence whose known tokens are all computed and that may still generate is
     /// ready. First the blocks for the longest burst of each (`nextn + 1` tokens, at most what it
@@ -1195,18 +1214,7 @@ impl<M: LatencyModel> Engine<M> {
         let is_prefill = self.args.worker_type == WorkerType::Prefill;
         let max_burst = BurstSampler::max_burst(&self.args);
         let bs = self.block_size;
-        // Sequences done without a token to emit (`max_model_len` reached) finish first.
-        let mut k = 0usize;
-        while k < self.running.len() {
-            let s = self.running[k];
-            let seq = &self.seqs[s as usize];
-            if seq.num_computed >= seq.input + seq.generated && self.remaining_output(s) == 0 {
-                self.retire(k, out, is_prefill);
-                out.progressed = true;
-            } else {
-                k += 1;
-            }
-        }
+        self.retire_done_without_token(out, is_prefill);
         let is_ready = |e: &Self, s: u32| {
             let seq = &e.seqs[s as usize];
             seq.num_computed >= seq.input + seq.generated

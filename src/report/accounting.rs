@@ -26,8 +26,8 @@ pub struct Stall {
 }
 
 /// The keys dynosim adds to DynoSim's flat report (DynoSim's keep their values): arrived =
-/// completed + rejected + unfinished (+ finished without output, a key present only when
-/// there are such requests).
+/// completed + rejected + unfinished, and of the completed, those finished without output (a
+/// key present only when there are such requests).
 #[cfg(test)]
 pub const OWN_KEYS: [&str; 5] = [
     "arrived_requests",

@@ -34,7 +34,8 @@ pub fn meets_sla(r: &CompletedRequest, sla: &crate::config::Sla) -> bool {
 }
 
 /// Where every arrival ended up (dynosim's keys; DynoSim's keep their values): arrived =
-/// completed + rejected + unfinished (+ finished without output, a key present only when any).
+/// completed + rejected + unfinished; `finished_without_output_requests`, present only when
+/// there are any, counts the completed requests that had no token to emit.
 fn set_accounting(r: &mut Report, totals: &RunTotals) {
     r.set_int("arrived_requests", to_i64(totals.num_requests));
     r.set_int("rejected_requests", to_i64(totals.rejected_requests));
@@ -74,6 +75,9 @@ pub fn build_report(
         .fold(0.0f64, f64::max);
     let duration_s = (duration_ms / 1000.0).max(1e-9);
 
+    // The requests that emitted a token: the latency distributions and goodput are theirs.
+    let with_tokens = || completed.iter().filter(|c| c.output_tokens > 0);
+
     r.set_int("num_requests", to_i64(totals.num_requests));
     r.set_int("completed_requests", n as i64);
     set_accounting(&mut r, totals);
@@ -112,8 +116,7 @@ pub fn build_report(
     );
 
     if totals.sla.is_set() {
-        let (good, good_out) = completed
-            .iter()
+        let (good, good_out) = with_tokens()
             .filter(|c| meets_sla(c, &totals.sla))
             .fold((0u64, 0u64), |(k, o), c| {
                 (k + 1, o + u64::from(c.output_tokens))
@@ -154,11 +157,7 @@ pub fn build_report(
 
     // Exact per-request distributions; one scratch buffer reused for all four.
     let mut buf: Vec<f64> = Vec::with_capacity(n);
-    buf.extend(
-        completed
-            .iter()
-            .map(|c| (c.first_token_ms - c.arrival_ms).max(0.0)),
-    );
+    buf.extend(with_tokens().map(|c| (c.first_token_ms - c.arrival_ms).max(0.0)));
     put_summary(&mut r, "ttft_ms", &exact_summary(&mut buf));
 
     buf.clear();
@@ -179,11 +178,7 @@ pub fn build_report(
     put_summary(&mut r, "tpot_ms", &exact_summary(&mut buf));
 
     buf.clear();
-    buf.extend(
-        completed
-            .iter()
-            .map(|c| (c.last_token_ms - c.arrival_ms).max(0.0)),
-    );
+    buf.extend(with_tokens().map(|c| (c.last_token_ms - c.arrival_ms).max(0.0)));
     put_summary(&mut r, "e2e_latency_ms", &exact_summary(&mut buf));
 
     put_summary(&mut r, "itl_ms", &gaps.itl_summary());

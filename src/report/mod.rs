@@ -67,6 +67,10 @@ impl Report {
 
 /// What the collector keeps of one completed request (times in virtual ms from t=0).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// A completed request, as the report counts it. One with no output token (output length 0:
+/// it finishes after its prefill) counts as DynoSim 1.4.2 counts it: in `completed_requests`,
+/// the input tokens, the prefix-reuse ratios and the duration (its `first_token_ms` and
+/// `last_token_ms` are its completion time), and in no latency distribution or goodput.
 pub struct CompletedRequest {
     pub arrival_ms: f64,
     pub first_token_ms: f64,

@@ -347,15 +347,22 @@ impl Collector {
         self.tally.flush(&mut self.gaps);
         let mut completed = Vec::new();
         for (i, r) in self.recs.iter().enumerate().skip(skip) {
-            if r.status != Status::Completed || r.n_out == 0 {
+            if r.status != Status::Completed {
                 continue;
             }
             let spec = &w.requests[i];
+            // A request with nothing to generate completes at its terminal time without a
+            // token; DynoSim counts it as completed (see `CompletedRequest`).
+            let (first, last) = if r.n_out == 0 {
+                (r.terminal, r.terminal)
+            } else {
+                (r.first_token, r.last_token)
+            };
             completed.push(CompletedRequest {
                 arrival_ms: r.arrival,
-                first_token_ms: r.first_token,
+                first_token_ms: first,
                 second_token_ms: r.second_token,
-                last_token_ms: r.last_token,
+                last_token_ms: last,
                 input_tokens: spec.input_length,
                 output_tokens: r.n_out,
                 reused_tokens: r.reused_max,
