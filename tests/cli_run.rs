@@ -295,8 +295,12 @@ fn numeric_ranges() {
             &["--shared-prefix-ratio", "[0, 1]"],
         ),
         (
-            "SYN --replay-concurrency 1 --turns-per-session 0",
-            &["--turns-per-session must be >= 1"],
+            "SYN --replay-concurrency 1 --turns-per-session 0 --num-prefix-groups 2",
+            &["--turns-per-session must be at least 1"],
+        ),
+        (
+            "SYN --replay-concurrency 1 --turns-per-session -2",
+            &["--turns-per-session must be >= 0"],
         ),
         (
             "SYN --replay-concurrency 1 --inter-turn-delay-ms -10",

@@ -112,6 +112,16 @@ fn synthetic_plan_maps_every_flag() {
 }
 
 #[test]
+fn zero_turns_per_session_is_one_turn_on_the_simple_path_as_in_dynosim() {
+    let p = ok("SYN --replay-concurrency 2 --turns-per-session 0");
+    let WorkloadSource::Synthetic { spec: s, .. } = &p.workload else {
+        panic!("{:?}", p.workload)
+    };
+    assert_eq!(s.turns_per_session, 1);
+    assert_eq!(p.workload, ok("SYN --replay-concurrency 2").workload);
+}
+
+#[test]
 fn synthetic_load_controllers() {
     let p = ok("SYN --replay-concurrency 4");
     assert_eq!(p.sim.load.replay_concurrency, Some(4));
@@ -314,7 +324,10 @@ const BAD_INPUTS: &[(&str, &[&str])] = &[
     ("SYN --arrival-interval-ms -5", &["--arrival-interval-ms must be a finite number >= 0"]),
     ("SYN --replay-concurrency 1 --shared-prefix-ratio 1.5", &["--shared-prefix-ratio must be in [0, 1]"]),
     ("SYN --replay-concurrency 1 --num-prefix-groups -1", &["--num-prefix-groups must be >= 0"]),
-    ("SYN --replay-concurrency 1 --turns-per-session 0", &["--turns-per-session must be >= 1"]),
+    // DynoSim 1.4.2 takes 0 turns on its simple path (one turn per request) and refuses it on
+    // its session path.
+    ("SYN --replay-concurrency 1 --turns-per-session 0 --inter-turn-delay-ms 5", &["--turns-per-session must be at least 1"]),
+    ("SYN --replay-concurrency 1 --turns-per-session -1", &["--turns-per-session must be >= 0"]),
     ("SYN --replay-concurrency 1 --inter-turn-delay-ms -1", &["--inter-turn-delay-ms"]),
     ("--input-tokens 0 --output-tokens 1 --request-count 1 --replay-concurrency 1", &["--input-tokens must be >= 1"]),
     ("--input-tokens 1 --output-tokens 0 --request-count 1 --replay-concurrency 1", &["--output-tokens must be >= 1"]),

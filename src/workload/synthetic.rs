@@ -155,6 +155,19 @@ impl SyntheticSpec {
     }
 }
 
+/// The turns per session to simulate for a requested count, as DynoSim 1.4.2 reads it: 0
+/// without a shared prefix, prefix groups or an inter-turn delay takes its simple path, which
+/// ignores the count (one turn per request); with any of them its session path refuses 0, and
+/// so does [`generate`].
+pub fn turns_simulated(requested: u32, ratio: f64, groups: u32, delay_ms: f64) -> u32 {
+    let session_features = ratio > 0.0 || groups > 0 || delay_ms > 0.0;
+    if requested == 0 && !session_features {
+        1
+    } else {
+        requested
+    }
+}
+
 /// Seed of the content RNG of the workload path (fixed in DynoSim, independent of the flags).
 pub const CONTENT_SEED: u64 = 42;
 
