@@ -493,11 +493,13 @@ impl<M: LatencyModel> Engine<M> {
             return PrefixMatch::default();
         }
         let len = self.seq_len(s);
-        // vLLM recomputes the last token: at most floor((len-1)/bs) blocks can be reused.
-        // TRT-LLM reuses every full cached block.
+        // vLLM recomputes the last token for its logits: at most floor((len-1)/bs) blocks can
+        // be reused. TRT-LLM reuses every full cached block, and so does DynoSim's vLLM for a
+        // sequence with no token to generate (output length 0), which needs no logits.
+        let needs_logits = self.remaining_output(s) > 0;
         let cap = match self.admission {
-            Admission::Vllm => len.saturating_sub(1) / self.block_size,
-            Admission::GuaranteedNoEvict => len / self.block_size,
+            Admission::Vllm if needs_logits => len.saturating_sub(1) / self.block_size,
+            Admission::Vllm | Admission::GuaranteedNoEvict => len / self.block_size,
         };
         let shared = (prompt.len() as u32).min(cap);
         let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
@@ -510,8 +512,9 @@ impl<M: LatencyModel> Engine<M> {
                 .min(cap - m.blocks);
             m.blocks += own;
         }
-        // With multi-token prediction DynoSim's vLLM reuses one matched block less.
-        if self.mtp.is_some() && self.admission == Admission::Vllm && m.blocks > 0 {
+        // With multi-token prediction DynoSim's vLLM reuses one matched block less (not for a
+        // sequence that needs no logits).
+        if self.mtp.is_some() && self.admission == Admission::Vllm && needs_logits && m.blocks > 0 {
             if own > 0 {
                 m.blocks -= 1;
             } else {
@@ -911,10 +914,11 @@ impl<M: LatencyModel> Engine<M> {
         }
         if !self.args.enable_chunked_prefill {
             // The most prompt any later admission could find cached (see `prefill_hits`).
+            let needs_logits = self.remaining_output(s) > 0;
             let cacheable_blocks = match (self.args.enable_prefix_caching, self.admission) {
                 (false, _) => 0,
-                (true, Admission::Vllm) => len.saturating_sub(1) / bs,
-                (true, Admission::GuaranteedNoEvict) => len / bs,
+                (true, Admission::Vllm) if needs_logits => len.saturating_sub(1) / bs,
+                (true, _) => len / bs,
             };
             let cached = (cacheable_blocks * bs).min(len);
             let prompt_remaining = seq.input - (seq.num_computed + cached).min(seq.input);
