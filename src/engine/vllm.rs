@@ -487,20 +487,30 @@ impl<M: LatencyModel> Engine<M> {
         u64::from(free).saturating_sub(reserved) as u32
     }
 
+    /// Whether the sequence's next pass needs logits: it has a token to generate (one with
+    /// output length 0 does not).
+    fn needs_logits(&self, s: u32) -> bool {
+        self.remaining_output(s) > 0
+    }
+
+    /// The most blocks of its sequence a fresh (re-)admission may take from the cache, with
+    /// prefix caching on. vLLM recomputes the last token for its logits: at most
+    /// floor((len-1)/bs) blocks. TRT-LLM reuses every full cached block, and so does DynoSim's
+    /// vLLM for a sequence that needs no logits.
+    fn reusable_blocks_cap(&self, s: u32) -> u32 {
+        let len = self.seq_len(s);
+        match self.admission {
+            Admission::Vllm if self.needs_logits(s) => len.saturating_sub(1) / self.block_size,
+            Admission::Vllm | Admission::GuaranteedNoEvict => len / self.block_size,
+        }
+    }
+
     /// Prefix hits of a fresh (re-)admission: (cached blocks to acquire, active among them).
     fn prefill_hits(&self, s: u32, prompt: &[u32]) -> PrefixMatch {
         if !self.args.enable_prefix_caching {
             return PrefixMatch::default();
         }
-        let len = self.seq_len(s);
-        // vLLM recomputes the last token for its logits: at most floor((len-1)/bs) blocks can
-        // be reused. TRT-LLM reuses every full cached block, and so does DynoSim's vLLM for a
-        // sequence with no token to generate (output length 0), which needs no logits.
-        let needs_logits = self.remaining_output(s) > 0;
-        let cap = match self.admission {
-            Admission::Vllm if needs_logits => len.saturating_sub(1) / self.block_size,
-            Admission::Vllm | Admission::GuaranteedNoEvict => len / self.block_size,
-        };
+        let cap = self.reusable_blocks_cap(s);
         let shared = (prompt.len() as u32).min(cap);
         let mut m = self.pool.match_prefix(&prompt[..shared as usize]);
         let mut own = 0;
@@ -514,7 +524,11 @@ impl<M: LatencyModel> Engine<M> {
         }
         // With multi-token prediction DynoSim's vLLM reuses one matched block less (not for a
         // sequence that needs no logits).
-        if self.mtp.is_some() && self.admission == Admission::Vllm && needs_logits && m.blocks > 0 {
+        if self.mtp.is_some()
+            && self.admission == Admission::Vllm
+            && self.needs_logits(s)
+            && m.blocks > 0
+        {
             if own > 0 {
                 m.blocks -= 1;
             } else {
@@ -914,11 +928,10 @@ impl<M: LatencyModel> Engine<M> {
         }
         if !self.args.enable_chunked_prefill {
             // The most prompt any later admission could find cached (see `prefill_hits`).
-            let needs_logits = self.remaining_output(s) > 0;
-            let cacheable_blocks = match (self.args.enable_prefix_caching, self.admission) {
-                (false, _) => 0,
-                (true, Admission::Vllm) if needs_logits => len.saturating_sub(1) / bs,
-                (true, _) => len / bs,
+            let cacheable_blocks = if self.args.enable_prefix_caching {
+                self.reusable_blocks_cap(s)
+            } else {
+                0
             };
             let cached = (cacheable_blocks * bs).min(len);
             let prompt_remaining = seq.input - (seq.num_computed + cached).min(seq.input);
