@@ -66,10 +66,7 @@ impl WorkloadShape {
         let requests = spec.total_requests();
         let input = u64::from(spec.min_input_tokens());
         let block = u64::from(block_size.max(1));
-        let workload_path = spec.turns_per_session > 1
-            || spec.shared_prefix_ratio > 0.0
-            || spec.num_prefix_groups > 0
-            || spec.inter_turn_delay_ms > 0.0;
+        let workload_path = spec.uses_workload_path();
         let num_blocks = input.div_ceil(block);
         let stored_blocks = if workload_path {
             requests * num_blocks

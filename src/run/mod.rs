@@ -19,7 +19,7 @@ use crate::config::{
 };
 use crate::error::InputError;
 use crate::timing::TimingLoader;
-use crate::workload::synthetic::{turns_simulated, SyntheticArrival, SyntheticSpec};
+use crate::workload::synthetic::{SyntheticArrival, SyntheticSpec};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -530,25 +530,13 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
     let num_prefix_groups = int_in_range("--num-prefix-groups", args.num_prefix_groups, 0)?;
     let inter_turn_delay_ms =
         finite_non_negative("--inter-turn-delay-ms", args.inter_turn_delay_ms)?;
-    let turns = turns_simulated(
-        int_in_range("--turns-per-session", args.turns_per_session, 0)?,
-        ratio,
-        num_prefix_groups,
-        inter_turn_delay_ms,
-    );
-    if turns == 0 {
-        return Err(err(
-            "--turns-per-session must be at least 1 with --shared-prefix-ratio, \
-             --num-prefix-groups or --inter-turn-delay-ms, got 0",
-        ));
-    }
     let spec = SyntheticSpec {
         input_tokens: int_in_range("--input-tokens", isl, 1)?,
         output_tokens: int_in_range("--output-tokens", osl, 1)?,
         request_count: int_in_range("--request-count", count, 1)?,
         arrival,
         arrival_seed: args.arrival_seed,
-        turns_per_session: turns,
+        turns_per_session: int_in_range("--turns-per-session", args.turns_per_session, 0)?,
         shared_prefix_ratio: ratio,
         num_prefix_groups,
         inter_turn_delay_ms,
@@ -560,7 +548,14 @@ fn synthetic_spec(args: &RunArgs, closed_loop: bool) -> Result<SyntheticSpec, In
             None => 0,
             Some(n) => int_in_range("--warmup-request-count", n, 0)?,
         },
-    };
+    }
+    .with_dynosim_turns();
+    if spec.turns_per_session == 0 {
+        return Err(err(
+            "--turns-per-session must be at least 1 with --shared-prefix-ratio, \
+             --num-prefix-groups or --inter-turn-delay-ms, got 0",
+        ));
+    }
     if args.random_range_style.is_some() && args.random_range_ratio.is_none() {
         return Err(err(
             "--random-range-style only applies with --random-range-ratio",

@@ -143,6 +143,30 @@ impl SyntheticSpec {
         !matches!((i, o), (LengthDraw::Fixed(_), LengthDraw::Fixed(_)))
     }
 
+    /// Whether any setting only sessions have is on: a shared prefix, prefix groups or an
+    /// inter-turn delay.
+    pub fn has_session_features(&self) -> bool {
+        self.shared_prefix_ratio > 0.0
+            || self.num_prefix_groups > 0
+            || self.inter_turn_delay_ms > 0.0
+    }
+
+    /// Whether [`generate`] takes its workload (session) path rather than the simple one: more
+    /// than one turn per session, or any session setting.
+    pub fn uses_workload_path(&self) -> bool {
+        self.turns_per_session > 1 || self.has_session_features()
+    }
+
+    /// Reads `turns_per_session: 0` as DynoSim 1.4.2 does: without session settings its simple
+    /// path ignores the count (one turn per request), so 0 becomes 1; with any of them its
+    /// session path refuses 0, and so does [`generate`], so the spec is left as it is.
+    pub fn with_dynosim_turns(mut self) -> Self {
+        if self.turns_per_session == 0 && !self.has_session_features() {
+            self.turns_per_session = 1;
+        }
+        self
+    }
+
     /// Requests of the generated workload, warm-up included.
     pub fn total_requests(&self) -> u64 {
         u64::from(self.request_count) * u64::from(self.turns_per_session)
@@ -152,19 +176,6 @@ impl SyntheticSpec {
     /// The shortest input a request can get (the fixed input length when lengths are fixed).
     pub fn min_input_tokens(&self) -> u32 {
         self.length_draws().0.bounds().0
-    }
-}
-
-/// The turns per session to simulate for a requested count, as DynoSim 1.4.2 reads it: 0
-/// without a shared prefix, prefix groups or an inter-turn delay takes its simple path, which
-/// ignores the count (one turn per request); with any of them its session path refuses 0, and
-/// so does [`generate`].
-pub fn turns_simulated(requested: u32, ratio: f64, groups: u32, delay_ms: f64) -> u32 {
-    let session_features = ratio > 0.0 || groups > 0 || delay_ms > 0.0;
-    if requested == 0 && !session_features {
-        1
-    } else {
-        requested
     }
 }
 
@@ -197,11 +208,7 @@ pub fn generate(spec: &SyntheticSpec, engine_block_size: u32) -> Result<Workload
         warmup_arrivals,
         lengths: draw_lengths(spec),
     };
-    let use_workload_path = spec.turns_per_session > 1
-        || spec.shared_prefix_ratio > 0.0
-        || spec.num_prefix_groups > 0
-        || spec.inter_turn_delay_ms > 0.0;
-    let mut w = if use_workload_path {
+    let mut w = if spec.uses_workload_path() {
         workload_path(&plan)?
     } else {
         simple_path(&plan)

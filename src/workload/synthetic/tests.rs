@@ -668,3 +668,48 @@ fn shape_validation_names_the_flag() {
         assert!(e.contains(want), "{e:?} should contain {want:?}");
     }
 }
+
+#[test]
+fn zero_turns_read_as_dynosim_and_the_path_follows_the_session_settings() {
+    let base = spec(SyntheticArrival::ClosedLoop);
+    assert!(!base.has_session_features());
+    assert!(!base.uses_workload_path());
+    let zero = SyntheticSpec {
+        turns_per_session: 0,
+        ..base.clone()
+    };
+    // Without session settings 0 turns is one turn per request, the simple path.
+    let read = zero.clone().with_dynosim_turns();
+    assert_eq!(read.turns_per_session, 1);
+    assert!(!read.uses_workload_path());
+    assert_eq!(generate(&read, 64).unwrap().requests.len(), 5);
+    // With any session setting, 0 stays 0 and generation refuses it.
+    for with_session in [
+        SyntheticSpec {
+            shared_prefix_ratio: 0.5,
+            num_prefix_groups: 2,
+            ..zero.clone()
+        },
+        SyntheticSpec {
+            num_prefix_groups: 2,
+            ..zero.clone()
+        },
+        SyntheticSpec {
+            inter_turn_delay_ms: 10.0,
+            ..zero.clone()
+        },
+    ] {
+        assert!(with_session.has_session_features());
+        let read = with_session.with_dynosim_turns();
+        assert_eq!(read.turns_per_session, 0);
+        assert!(generate(&read, 64).is_err());
+    }
+    // More than one turn alone takes the workload path.
+    let sessions = SyntheticSpec {
+        turns_per_session: 2,
+        ..base
+    };
+    assert!(!sessions.has_session_features());
+    assert!(sessions.uses_workload_path());
+    assert!(!generate(&sessions, 64).unwrap().block_ids.is_empty());
+}
