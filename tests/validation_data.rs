@@ -12,6 +12,8 @@
 //!   AIConfigurator refuses) with the `aiconfigurator` package: `DYNOSIM_AICONF_PYTHON`, default
 //!   `/opt/dynosim-aiconf-venv/bin/python`. Without it the test is skipped with a message (it
 //!   fails instead when `CI` is set: `.ci/run` installs it).
+//! - `scripts/correction_floor.py` (the straight line through simulated TTFTs) on rows whose
+//!   answer is known, with `DYNOSIM_PYTHON`'s numpy.
 
 mod common;
 
@@ -283,4 +285,78 @@ fn the_static_estimate_script_runs_on_three_rows() {
             "{id}"
         );
     }
+}
+
+/// `scripts/correction_floor.py` (docs/accuracy.md, "How far a straight line gets") on rows
+/// whose answer is known: one shape whose measured TTFTs are exactly 2 · predicted + 100 ms
+/// (the line holds every point out at 0 %), and one with too few points to be covered.
+#[test]
+fn the_correction_floor_script_fits_a_line_per_shape() {
+    if !common::can_import(
+        &python(),
+        "numpy",
+        "the_correction_floor_script_fits_a_line_per_shape",
+        &format!("numpy (DYNOSIM_PYTHON={})", python()),
+        "`pip install aiconfigurator-core==0.12.0`, which brings numpy (or DYNOSIM_PYTHON)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut measured = String::from(
+        "id,backend_version,gemm_quant_mode,moe_quant_mode,tp_size,attention_dp_size,moe_tp_size,moe_ep_size\n",
+    );
+    let mut validation = String::from(
+        "id,status,system,backend,model,isl,osl,concurrency,measured_ttft_ms,predicted_ttft_ms\n",
+    );
+    // Shape TP 2: 7 points, measured = 2 · predicted + 100; the first point listed twice.
+    for (i, c) in [4, 8, 16, 32, 64, 128, 256, 4].iter().enumerate() {
+        let predicted = 50.0 + 10.0 * f64::from(*c);
+        measured.push_str(&format!("a{i},0.1,fp8,,2,1,2,1\n"));
+        validation.push_str(&format!(
+            "a{i},ok,h200_sxm,vllm,m,1024,1024,{c},{},{predicted}\n",
+            2.0 * predicted + 100.0
+        ));
+    }
+    // Shape TP 4: 3 points, not covered; one failed row, not counted.
+    for (i, c) in [4, 8, 16].iter().enumerate() {
+        measured.push_str(&format!("b{i},0.1,fp8,,4,1,4,1\n"));
+        validation.push_str(&format!("b{i},ok,h200_sxm,vllm,m,1024,1024,{c},300,100\n"));
+    }
+    measured.push_str("c0,0.1,fp8,,4,1,4,1\n");
+    validation.push_str("c0,failed,h200_sxm,vllm,m,1024,1024,32,300,\n");
+    let (m, v) = (dir.path().join("m.csv"), dir.path().join("v.csv"));
+    std::fs::write(&m, measured).unwrap();
+    std::fs::write(&v, validation).unwrap();
+    let run = Command::new(python())
+        .arg(root().join("scripts/correction_floor.py"))
+        .args([&m, &v])
+        .arg("--with-concurrency")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = String::from_utf8(run.stdout).unwrap();
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| h200_sxm | vllm | m |"))
+        .unwrap_or_else(|| panic!("no group row in:\n{out}"));
+    let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+    // rows simulated 11, covered 8; engine only: mean of |p / (2p + 100) − 1| over the 8 rows.
+    let engine_only: f64 = [4, 8, 16, 32, 64, 128, 256, 4]
+        .iter()
+        .map(|c| {
+            let p = 50.0 + 10.0 * f64::from(*c);
+            100.0 * (p / (2.0 * p + 100.0) - 1.0).abs()
+        })
+        .sum::<f64>()
+        / 8.0;
+    assert_eq!(
+        cells[3..6],
+        ["11", "8", &format!("{engine_only:.1}")],
+        "{row}"
+    );
+    assert_eq!(cells[6..], ["0.0", "0.0"], "{row}");
 }
