@@ -37,6 +37,21 @@ fn root() -> PathBuf {
 }
 
 /// A CSV as (header, rows of column -> value).
+/// Runs `scripts/SCRIPT` with `py` and `args`; its stdout, after checking it succeeded.
+fn run_script(py: &str, script: &str, args: &[&std::ffi::OsStr]) -> String {
+    let run = Command::new(py)
+        .arg(root().join("scripts").join(script))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    String::from_utf8(run.stdout).unwrap()
+}
+
 fn read_csv(path: &Path) -> (Vec<String>, Vec<HashMap<String, String>>) {
     let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
@@ -122,19 +137,14 @@ fn the_shipped_rows_are_what_the_script_extracts_from_the_installed_table() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rows.csv");
-    let run = Command::new(python())
-        .arg(root().join("scripts/extract_validation_rows.py"))
-        .arg("-o")
-        .arg(&out)
-        .env("DYNOSIM_PYTHON", python())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    // The script reads the table of $DYNOSIM_PYTHON's package (inherited), else python3's, as
+    // python() does.
+    let stdout = run_script(
+        &python(),
+        "extract_validation_rows.py",
+        &["-o".as_ref(), out.as_ref()],
     );
-    assert!(String::from_utf8_lossy(&run.stdout).contains(": 105 rows from "));
+    assert!(stdout.contains(": 105 rows from "), "{stdout}");
     assert_eq!(
         std::fs::read(&out).unwrap(),
         std::fs::read(root().join(SHIPPED)).unwrap(),
@@ -176,19 +186,16 @@ fn the_static_estimate_results_keep_every_row() {
 fn the_docs_tables_are_the_summaries_of_the_results() {
     let docs = std::fs::read_to_string(root().join("docs/accuracy.md")).unwrap();
     for results in [STATIC_105, STATIC_ALL] {
-        let run = Command::new(python())
-            .arg(root().join("scripts/aic_static_estimate.py"))
-            .arg("--summarize")
-            .arg(root().join(results))
-            .arg("--markdown")
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
+        let results_path = root().join(results);
+        let table = run_script(
+            &python(),
+            "aic_static_estimate.py",
+            &[
+                "--summarize".as_ref(),
+                results_path.as_ref(),
+                "--markdown".as_ref(),
+            ],
         );
-        let table = String::from_utf8(run.stdout).unwrap();
         assert!(table.lines().count() >= 3, "{results}: {table}");
         for line in table.lines() {
             assert!(
@@ -238,18 +245,10 @@ fn the_static_estimate_script_runs_on_three_rows() {
     let input = dir.path().join("three.csv");
     let output = dir.path().join("out.csv");
     std::fs::write(&input, three).unwrap();
-    let run = Command::new(&py)
-        .arg(root().join("scripts/aic_static_estimate.py"))
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let stdout = run_script(
+        &py,
+        "aic_static_estimate.py",
+        &[input.as_ref(), "-o".as_ref(), output.as_ref()],
     );
     assert!(
         stdout.contains("3 rows: 2 ok, 1 failed, 0 unsupported"),
@@ -327,18 +326,11 @@ fn the_correction_floor_script_fits_a_line_per_shape() {
     let (m, v) = (dir.path().join("m.csv"), dir.path().join("v.csv"));
     std::fs::write(&m, measured).unwrap();
     std::fs::write(&v, validation).unwrap();
-    let run = Command::new(python())
-        .arg(root().join("scripts/correction_floor.py"))
-        .args([&m, &v])
-        .arg("--with-concurrency")
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let out = run_script(
+        &python(),
+        "correction_floor.py",
+        &[m.as_ref(), v.as_ref(), "--with-concurrency".as_ref()],
     );
-    let out = String::from_utf8(run.stdout).unwrap();
     let row = out
         .lines()
         .find(|l| l.starts_with("| h200_sxm | vllm | m |"))
