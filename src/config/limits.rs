@@ -88,7 +88,7 @@ impl WorkloadShape {
         } else {
             0
         };
-        let shared_blocks = if g > 0 && spec.shared_prefix_ratio > 0.0 {
+        let shared_blocks = if spec.shares_prefixes() {
             let prefix =
                 ((num_blocks as f64 * spec.shared_prefix_ratio).round() as u64).min(num_blocks);
             let per_request = prefix.min(input / block);

@@ -131,7 +131,7 @@ pub fn bench(
         WorkloadSource::Synthetic { spec, .. } => {
             let requests = spec.request_count as u64 * spec.turns_per_session.max(1) as u64;
             let mut isl = spec.input_tokens as u64;
-            if spec.num_prefix_groups > 0 && spec.shared_prefix_ratio > 0.0 {
+            if spec.shares_prefixes() {
                 let prefix = (spec.shared_prefix_ratio * spec.input_tokens as f64).floor() as u64;
                 push(&mut a, "--num-prefix-prompts", spec.num_prefix_groups);
                 push(&mut a, "--prefix-prompt-length", prefix);

@@ -151,6 +151,12 @@ impl SyntheticSpec {
             || self.inter_turn_delay_ms > 0.0
     }
 
+    /// Whether requests share group prefixes: prefix groups and a shared-prefix ratio both set
+    /// (either alone shares nothing).
+    pub fn shares_prefixes(&self) -> bool {
+        self.num_prefix_groups > 0 && self.shared_prefix_ratio > 0.0
+    }
+
     /// Whether [`generate`] takes its workload (session) path rather than the simple one: more
     /// than one turn per session, or any session setting.
     pub fn uses_workload_path(&self) -> bool {
@@ -536,7 +542,7 @@ impl Prompts {
 fn workload_path(plan: &Plan) -> Result<Workload, InputError> {
     let spec = plan.spec;
     let mut rng = ChaCha12Rng::seed_from_u64(CONTENT_SEED);
-    let grouped = spec.num_prefix_groups > 0 && spec.shared_prefix_ratio > 0.0;
+    let grouped = spec.shares_prefixes();
     let turns = spec.turns_per_session;
     let warm = spec.warmup_request_count; // validated: turns == 1 when > 0
     let total = spec.request_count * turns + warm; // validated to fit in u32
