@@ -438,6 +438,50 @@ fn a_missing_python_package_names_the_install_command() {
     );
 }
 
+/// Python files in the folder dynosim runs from do not reach the compile step: a `json.py` and
+/// a `grp.py` there (both standard-library names the step and AIC import) change nothing.
+#[test]
+fn python_files_in_the_working_folder_do_not_shadow_the_compile_step() {
+    if !have_aic("python_files_in_the_working_folder_do_not_shadow_the_compile_step") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    for name in ["json.py", "grp.py"] {
+        std::fs::write(
+            here.path().join(name),
+            "raise SystemExit('a user file was imported')\n",
+        )
+        .unwrap();
+    }
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
+    let o = Command::new(assert_cmd::cargo::cargo_bin("dynosim"))
+        .args([
+            "run",
+            "--input-tokens",
+            "100",
+            "--output-tokens",
+            "2",
+            "--request-count",
+            "1",
+            "--replay-concurrency",
+            "1",
+            "--extra-engine-args",
+            &engine,
+            "--report-json",
+            "report.json",
+        ])
+        .current_dir(here.path())
+        .env("DYNOSIM_CACHE_DIR", cache.path())
+        .env_remove("AICONFIGURATOR_SYSTEMS_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let report = load(&here.path().join("report.json"));
+    assert_eq!(report["completed_requests"], 1, "{report}");
+}
+
 /// A 16-point TP × workers sweep (4 TP sizes × 4 worker counts) compiles and loads each of its
 /// four distinct engines once; a second run reads all four from the disk cache.
 #[test]

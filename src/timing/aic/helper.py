@@ -5,10 +5,18 @@
 # {"ok": false, "kind": ..., "message": ..., "available": [...]}); AIC's own log lines go to stderr.
 # `serve` answers one request per stdin line until stdin closes (the perf data the first compile
 # reads stays loaded for the next ones).
+import sys
+
+# `python -c` puts the working directory first on sys.path, so a user's `json.py`, `random.py`
+# or `grp.py` in the folder dynosim runs from would shadow the standard library and AIC's
+# imports (and surface as a misleading "package missing"). Nothing here is meant to come from
+# there: drop it before any other import.
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
+
 import functools
 import json
 import os
-import sys
 
 
 def answer(obj):
