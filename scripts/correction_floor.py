@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How close any straight-line correction of simulated TTFTs could come to measured ones.
+"""How close any straight-line correction of simulated TTFTs (or TPOTs) could come to measured ones.
 
 `dynosim calibrate` corrects simulated times with a few numbers per family and per deployment
 shape, fitted on a third of the measured points. When a group stays off after calibration, is
@@ -7,8 +7,9 @@ that the correction's fault or the measurements' scatter? This script answers it
 the simulator: per deployment shape it fits the measured mean TTFT as a straight line of the
 simulated one,
 
-    measured ≈ a · predicted + b                  (always)
-    measured ≈ a · predicted + b + c · concurrency  (--with-concurrency)
+    measured ≈ a · predicted + b                                     (always)
+    measured ≈ a · predicted + b + c · concurrency                     (--with-concurrency)
+    measured ≈ a · predicted + b + c · predicted · log2(concurrency)   (--with-batch-growth)
 
 by least squares on relative errors, and scores each point on a fit that did not see it (leave
 one point out; a point's repeats, the rows of one shape with the same isl, osl and concurrency,
@@ -18,6 +19,11 @@ sees a third: a group whose figure here is well above 10 % has measurements that
 around any such line than issue 23's calibrated TTFT target allows. It is no bound on
 `calibrate`, whose corrections act inside the simulation (a prefill scale also changes how long
 prompts queue), and calibrated figures can come out below it.
+
+With --metric tpot the same is done for the mean TPOT: a straight line is what a decode scale
+and a decode pass overhead per shape could do, and the two extra terms are the ways a decode
+step could grow with the batch beyond that (a cost per running request, or a factor growing
+with the batch's doublings), to see whether a correction of that growth would pay.
 
 Inputs:
   MEASURED    the measured table's rows (columns of aiconfigurator-core's silicon_sample.csv)
@@ -30,8 +36,8 @@ are left out, and the output says how many rows the figures cover. The table has
 for the decoding mode, so rows of one shape served plainly and with multi-token prediction are
 fitted together.
 
-Prints a Markdown table: group, rows simulated, rows covered, the engine-only TTFT mean absolute
-% error of the covered rows, and the corrected one (and with concurrency, if asked). Needs
+Prints a Markdown table: group, rows simulated, rows covered, the engine-only mean absolute %
+error of the covered rows, and the corrected one (and with each extra term asked for). Needs
 numpy (installed with aiconfigurator-core).
 """
 
@@ -53,7 +59,7 @@ SHAPE = (
 )
 
 
-def read_points(measured_path, validation_path):
+def read_points(measured_path, validation_path, metric):
     """(group, shape) -> list of (point key, measured ms, predicted ms, concurrency)."""
     with open(measured_path, newline="") as f:
         measured = {r["id"]: r for r in csv.DictReader(f)}
@@ -64,7 +70,8 @@ def read_points(measured_path, validation_path):
             if r["status"] != "ok" or r["id"] not in measured:
                 continue
             try:
-                m, p = float(r["measured_ttft_ms"]), float(r["predicted_ttft_ms"])
+                m = float(r[f"measured_{metric}_ms"])
+                p = float(r[f"predicted_{metric}_ms"])
                 c = float(r["concurrency"])
             except ValueError:
                 continue
@@ -79,10 +86,19 @@ def read_points(measured_path, validation_path):
     return shapes, simulated
 
 
-def leave_point_out_errors(rows, with_concurrency):
+# The extra term of each fit beyond a · predicted + b, from (predicted, concurrency).
+EXTRA = {
+    "line": None,
+    "concurrency": lambda p, c: c,
+    "batch_growth": lambda p, c: p * np.log2(c),
+}
+
+
+def leave_point_out_errors(rows, extra):
     """Absolute relative errors (%) of each row, predicted by a fit on the other points."""
     points = sorted({r[0] for r in rows})
-    x = np.array([[p, 1.0] + ([c] if with_concurrency else []) for _, _, p, c in rows])
+    term = EXTRA[extra]
+    x = np.array([[p, 1.0] + ([term(p, c)] if term else []) for _, _, p, c in rows])
     y = np.array([m for _, m, _, _ in rows])
     keys = [r[0] for r in rows]
     errors = []
@@ -100,27 +116,32 @@ def main():
     ap.add_argument("measured")
     ap.add_argument("validation")
     ap.add_argument("--min-points", type=int, default=6)
+    ap.add_argument("--metric", choices=["ttft", "tpot"], default="ttft")
     ap.add_argument("--with-concurrency", action="store_true")
+    ap.add_argument("--with-batch-growth", action="store_true")
     args = ap.parse_args()
-    shapes, simulated = read_points(args.measured, args.validation)
+    fits = ["line"]
+    head = "| system | backend | model | rows | covered | engine only | a·predicted + b |"
+    if args.with_concurrency:
+        fits.append("concurrency")
+        head += " + c·concurrency |"
+    if args.with_batch_growth:
+        fits.append("batch_growth")
+        head += " + c·predicted·log2(concurrency) |"
+    shapes, simulated = read_points(args.measured, args.validation, args.metric)
     covered = collections.defaultdict(list)
     for (group, _), rows in sorted(shapes.items()):
         if len({r[0] for r in rows}) < args.min_points:
             continue
         raw = [100.0 * abs(p / m - 1.0) for _, m, p, _ in rows]
-        line = leave_point_out_errors(rows, False)
-        conc = leave_point_out_errors(rows, True) if args.with_concurrency else []
-        covered[group].append((raw, line, conc))
-    head = "| system | backend | model | rows | covered | engine only | a·predicted + b |"
-    if args.with_concurrency:
-        head += " + c·concurrency |"
+        covered[group].append([raw] + [leave_point_out_errors(rows, f) for f in fits])
     print(head)
     print("|---" * (head.count("|") - 1) + "|")
     for group in sorted(simulated):
         parts = covered.get(group, [])
-        n = sum(len(raw) for raw, _, _ in parts)
+        n = sum(len(part[0]) for part in parts)
         cells = [*group, str(simulated[group]), str(n)]
-        for i in range(3 if args.with_concurrency else 2):
+        for i in range(1 + len(fits)):
             values = [e for part in parts for e in part[i]]
             cells.append(f"{np.mean(values):.1f}" if values else "–")
         print("| " + " | ".join(cells) + " |")

@@ -36,7 +36,6 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A CSV as (header, rows of column -> value).
 /// Runs `scripts/SCRIPT` with `py` and `args`; its stdout, after checking it succeeded.
 fn run_script(py: &str, script: &str, args: &[&std::ffi::OsStr]) -> String {
     let run = Command::new(py)
@@ -52,6 +51,7 @@ fn run_script(py: &str, script: &str, args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(run.stdout).unwrap()
 }
 
+/// A CSV as (header, rows of column -> value).
 fn read_csv(path: &Path) -> (Vec<String>, Vec<HashMap<String, String>>) {
     let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
@@ -288,7 +288,9 @@ fn the_static_estimate_script_runs_on_three_rows() {
 
 /// `scripts/correction_floor.py` (docs/accuracy.md, "How far a straight line gets") on rows
 /// whose answer is known: one shape whose measured TTFTs are exactly 2 · predicted + 100 ms
-/// (the line holds every point out at 0 %), and one with too few points to be covered.
+/// (the line holds every point out at 0 %), and one with too few points to be covered. Their
+/// TPOTs are 2 + predicted · (1 + 0.1 · log2(concurrency)): a decode step growing with the
+/// batch, which only `--with-batch-growth` follows exactly.
 #[test]
 fn the_correction_floor_script_fits_a_line_per_shape() {
     if !common::can_import(
@@ -305,24 +307,29 @@ fn the_correction_floor_script_fits_a_line_per_shape() {
         "id,backend_version,gemm_quant_mode,moe_quant_mode,tp_size,attention_dp_size,moe_tp_size,moe_ep_size\n",
     );
     let mut validation = String::from(
-        "id,status,system,backend,model,isl,osl,concurrency,measured_ttft_ms,predicted_ttft_ms\n",
+        "id,status,system,backend,model,isl,osl,concurrency,measured_ttft_ms,predicted_ttft_ms,\
+measured_tpot_ms,predicted_tpot_ms\n",
     );
     // Shape TP 2: 7 points, measured = 2 · predicted + 100; the first point listed twice.
     for (i, c) in [4, 8, 16, 32, 64, 128, 256, 4].iter().enumerate() {
         let predicted = 50.0 + 10.0 * f64::from(*c);
+        let tpot = 10.0 + 0.05 * f64::from(*c);
         measured.push_str(&format!("a{i},0.1,fp8,,2,1,2,1\n"));
         validation.push_str(&format!(
-            "a{i},ok,h200_sxm,vllm,m,1024,1024,{c},{},{predicted}\n",
-            2.0 * predicted + 100.0
+            "a{i},ok,h200_sxm,vllm,m,1024,1024,{c},{},{predicted},{},{tpot}\n",
+            2.0 * predicted + 100.0,
+            2.0 + tpot * (1.0 + 0.1 * f64::from(*c).log2())
         ));
     }
     // Shape TP 4: 3 points, not covered; one failed row, not counted.
     for (i, c) in [4, 8, 16].iter().enumerate() {
         measured.push_str(&format!("b{i},0.1,fp8,,4,1,4,1\n"));
-        validation.push_str(&format!("b{i},ok,h200_sxm,vllm,m,1024,1024,{c},300,100\n"));
+        validation.push_str(&format!(
+            "b{i},ok,h200_sxm,vllm,m,1024,1024,{c},300,100,30,10\n"
+        ));
     }
     measured.push_str("c0,0.1,fp8,,4,1,4,1\n");
-    validation.push_str("c0,failed,h200_sxm,vllm,m,1024,1024,32,300,\n");
+    validation.push_str("c0,failed,h200_sxm,vllm,m,1024,1024,32,300,,30,\n");
     let (m, v) = (dir.path().join("m.csv"), dir.path().join("v.csv"));
     std::fs::write(&m, measured).unwrap();
     std::fs::write(&v, validation).unwrap();
@@ -351,4 +358,28 @@ fn the_correction_floor_script_fits_a_line_per_shape() {
         "{row}"
     );
     assert_eq!(cells[6..], ["0.0", "0.0"], "{row}");
+
+    let out = run_script(
+        &python(),
+        "correction_floor.py",
+        &[
+            m.as_ref(),
+            v.as_ref(),
+            "--metric".as_ref(),
+            "tpot".as_ref(),
+            "--with-batch-growth".as_ref(),
+        ],
+    );
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| h200_sxm | vllm | m |"))
+        .unwrap_or_else(|| panic!("no group row in:\n{out}"));
+    let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+    assert_eq!(cells[3..5], ["11", "8"], "{row}");
+    let line: f64 = cells[6].parse().unwrap();
+    assert!(
+        line > 0.1,
+        "a straight line cannot follow the growth: {row}"
+    );
+    assert_eq!(cells[7..], ["0.0"], "{row}");
 }
