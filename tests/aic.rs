@@ -438,6 +438,31 @@ fn a_missing_python_package_names_the_install_command() {
     );
 }
 
+/// An aiconfigurator-core that is there but fails to import (here a copy on PYTHONPATH whose
+/// dependency is missing) is named as such, not as a package to install.
+#[test]
+fn a_package_that_fails_to_import_is_told_apart_from_a_missing_one() {
+    let cache = tempfile::tempdir().unwrap();
+    let fake = tempfile::tempdir().unwrap();
+    let package = fake.path().join("aiconfigurator_core");
+    std::fs::create_dir(&package).unwrap();
+    std::fs::write(
+        package.join("__init__.py"),
+        "import no_such_dependency_of_aic\n",
+    )
+    .unwrap();
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
+    let o = one_request_run(&engine, cache.path(), &[("PYTHONPATH", fake.path())]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("could not import aiconfigurator-core"),
+        "{err}"
+    );
+    assert!(err.contains("no_such_dependency_of_aic"), "{err}");
+    assert!(!err.contains("needs the Python package"), "{err}");
+}
+
 /// Python files in the folder dynosim runs from do not reach the compile step: a `json.py` and
 /// a `grp.py` there (both standard-library names the step and AIC import) change nothing.
 #[test]

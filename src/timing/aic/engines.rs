@@ -176,6 +176,13 @@ fn answer_error(a: &CompileAnswer, what: &str) -> InputError {
             python(),
             a.message
         ),
+        "broken_package" => format!(
+            "AIC timing could not import aiconfigurator-core in `{}` ({}); repair that \
+             install (`{INSTALL_HINT} --force-reinstall`), or point DYNOSIM_PYTHON at a Python \
+             where it imports",
+            python(),
+            a.message
+        ),
         _ => format!("{what}: {}", a.message),
     };
     if !a.available.is_empty() {

@@ -43,11 +43,18 @@ def package_version():
         return None
 
 
+def import_failed(exc):
+    """Answers that the package is not installed (`missing_package`) or is there but fails to
+    import (`broken_package`: a dependency missing, a native part built for another Python)."""
+    missing = isinstance(exc, ModuleNotFoundError) and exc.name == "aiconfigurator_core"
+    fail("missing_package" if missing else "broken_package", f"{type(exc).__name__}: {exc}")
+
+
 try:
     import aiconfigurator_core
     import aiconfigurator_core._aiconfigurator_core as native
-except Exception as exc:  # package missing or broken
-    fail("missing_package", f"{type(exc).__name__}: {exc}")
+except Exception as exc:
+    import_failed(exc)
 
 VERSION = package_version()
 PACKAGE_DIR = os.path.dirname(aiconfigurator_core.__file__)
@@ -60,7 +67,7 @@ def sdk():
 
         return engine, memory, perf_database
     except Exception as exc:
-        fail("missing_package", f"{type(exc).__name__}: {exc}")
+        import_failed(exc)
 
 
 def quick_schema():
