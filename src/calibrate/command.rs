@@ -12,8 +12,8 @@ use super::fit::{
     Scheme, Target, UNMATCHED_PCT,
 };
 use super::{
-    CalibrationFile, Corrections, CrossValidation, Family, FamilyCalibration, FitRecord,
-    OptionCheck,
+    CalibrationFile, Corrections, CrossValidation, ErrorSummary, Family, FamilyCalibration,
+    FitRecord, OptionCheck,
 };
 use crate::cli::{CalibrateArgs, FitOn};
 use crate::error::InputError;
@@ -432,6 +432,14 @@ fn units_of(order: &[usize], run_of: impl Fn(usize) -> String) -> Vec<Vec<usize>
     units
 }
 
+/// A simulated point's TTFT and TPOT, or why it has none.
+fn prediction(r: &PointResult) -> Prediction {
+    match (&r.status, &r.predicted) {
+        (Status::Ok, Some(p)) => Ok((p.ttft_ms, p.tpot_ms)),
+        _ => Err(format!("{}: {}", r.status.name(), r.reason)),
+    }
+}
+
 /// A held-out prediction of a measured point (its index into the points) by a fit that did not
 /// see it.
 type HeldOut = (usize, Prediction);
@@ -453,12 +461,6 @@ fn calibrate_family(
     } = *ctx;
     // Local row i is points[rows[i]].
     let targets: Vec<Target> = rows.iter().map(|&i| target_of(&points[i])).collect();
-    let prediction = |r: &PointResult| -> Prediction {
-        match (&r.status, &r.predicted) {
-            (Status::Ok, Some(p)) => Ok((p.ttft_ms, p.tpot_ms)),
-            _ => Err(format!("{}: {}", r.status.name(), r.reason)),
-        }
-    };
     let mut simulate = |local: &[usize], c: Corrections| -> Vec<Prediction> {
         let subset: Vec<MeasuredPoint> = local.iter().map(|&l| points[rows[l]].clone()).collect();
         let mut keys = KeyCorrections::none();
@@ -487,33 +489,7 @@ fn calibrate_family(
         kv_pool: args.fit_kv_pool,
     };
 
-    // Cross-validation runs over the rows that simulate; a failed row has nothing to hold out.
-    let mut order: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&l| prediction(&baseline[rows[l]]).is_ok())
-        .collect();
-    order.sort_by(|&a, &b| {
-        let (p, q) = (&points[rows[a]], &points[rows[b]]);
-        let key = |p: &MeasuredPoint| {
-            (
-                p.mode.clone(),
-                p.workload.isl,
-                p.workload.osl,
-                p.workload.concurrency.unwrap_or(0),
-            )
-        };
-        key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
-    });
-    let units = units_of(&order, |l| run_of(points, baseline, rows[l]));
-    let scheme = if order.len() < args.loo_below {
-        Scheme::LeaveOneOut
-    } else {
-        match args.fit_on {
-            FitOn::One => Scheme::FitOnOne { folds: args.folds },
-            FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
-        }
-    };
+    let (units, scheme) = cross_validation_plan(ctx, rows);
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let cross_validated = cross_validate(&mut memo, &targets, &units, scheme, what);
     let mut outcome = Outcome {
@@ -521,41 +497,14 @@ fn calibrate_family(
         fitted,
         cross_validated,
     };
-    let held_out = Held {
+    let held = Held {
         targets: &targets,
         all: &all,
         units: &units,
         scheme,
     };
-    // An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
-    // better than the fit without it, or the entry is that fit: the KV pool factor first, then
-    // the prefill pass overhead and the decode pass overhead, each against whatever the checks
-    // before it kept. One that drops its correction refits without it, and there the
-    // corrections still fitted may come out otherwise (one that had nothing to check may find a
-    // value, one kept beside the correction dropped may no longer pay): each of them is due to
-    // be checked again, in the same order round by round, until none is due. Each correction an
-    // entry keeps was checked in its final fit, and the record is each correction's last check.
-    let options = [
-        Optional::KvPool,
-        Optional::PassOverhead,
-        Optional::DecodeOverhead,
-    ];
-    let mut checks: [Option<OptionCheck>; 3] = [None; 3];
-    let mut due = [true; 3];
-    while (0..options.len()).any(|i| due[i] && options[i].fitted_in(outcome.what)) {
-        for i in 0..options.len() {
-            if !(due[i] && options[i].fitted_in(outcome.what)) {
-                continue;
-            }
-            due[i] = false;
-            checks[i] = check_option(options[i], &mut outcome, &mut memo, &held_out);
-            if checks[i].is_some_and(|c| !c.kept) {
-                // The fit changed: every other correction is due again.
-                due = std::array::from_fn(|j| j != i);
-            }
-        }
-    }
-    let [kv_pool_check, pass_overhead_check, decode_overhead_check] = checks;
+    let [kv_pool_check, pass_overhead_check, decode_overhead_check] =
+        check_optionals(&mut outcome, &mut memo, &held);
     let Outcome {
         fitted,
         cross_validated,
@@ -573,13 +522,7 @@ fn calibrate_family(
                 .map(|why| format!("{}: {why}", points[rows[l]].id))
         })
         .collect();
-    // The wider entry's held-out predictions of these rows, by local index.
-    let local: BTreeMap<usize, usize> = rows.iter().enumerate().map(|(l, &i)| (i, l)).collect();
-    let (wider_rows, wider_preds): (Vec<usize>, Vec<Prediction>) = wider
-        .iter()
-        .filter_map(|(i, p)| local.get(i).map(|&l| (l, p.clone())))
-        .unzip();
-    let wider_held_out = Some(summarize(&targets, &wider_rows, &wider_preds)).filter(|e| e.n > 0);
+    let wider_held_out = wider_held_out(&targets, rows, wider);
     let held_out: Vec<HeldOut> = cross_validated
         .as_ref()
         .map(|cv| {
@@ -608,6 +551,93 @@ fn calibrate_family(
     entry.monotone_decode = ctx.validator.options().monotone_decode;
     entry.fused_mixed_pass = ctx.validator.options().fused_mixed_pass;
     Some((entry, held_out))
+}
+
+/// How an entry over `rows` is cross-validated: its units (the rows that simulate, ordered by
+/// mode, lengths and concurrency, a run's repeats together; a failed row has nothing to hold
+/// out) and the scheme (leave one out below `--loo-below` rows, else folds as asked).
+fn cross_validation_plan(ctx: &Context, rows: &[usize]) -> (Vec<Vec<usize>>, Scheme) {
+    let Context {
+        args,
+        points,
+        baseline,
+        ..
+    } = *ctx;
+    let mut order: Vec<usize> = (0..rows.len())
+        .filter(|&l| prediction(&baseline[rows[l]]).is_ok())
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (p, q) = (&points[rows[a]], &points[rows[b]]);
+        let key = |p: &MeasuredPoint| {
+            (
+                p.mode.clone(),
+                p.workload.isl,
+                p.workload.osl,
+                p.workload.concurrency.unwrap_or(0),
+            )
+        };
+        key(p).cmp(&key(q)).then_with(|| p.id.cmp(&q.id))
+    });
+    let units = units_of(&order, |l| run_of(points, baseline, rows[l]));
+    let scheme = if order.len() < args.loo_below {
+        Scheme::LeaveOneOut
+    } else {
+        match args.fit_on {
+            FitOn::One => Scheme::FitOnOne { folds: args.folds },
+            FitOn::Rest => Scheme::FitOnRest { folds: args.folds },
+        }
+    };
+    (units, scheme)
+}
+
+/// Checks the optional corrections of `outcome`, dropping those that do not pay; the last
+/// check of each (KV pool factor, prefill pass overhead, decode pass overhead).
+///
+/// An optional correction fitted anywhere (on all the rows or in a fold) must cross-validate
+/// better than the fit without it, or the entry is that fit: the KV pool factor first, then
+/// the prefill pass overhead and the decode pass overhead, each against whatever the checks
+/// before it kept. One that drops its correction refits without it, and there the corrections
+/// still fitted may come out otherwise (one that had nothing to check may find a value, one
+/// kept beside the correction dropped may no longer pay): each of them is due to be checked
+/// again, in the same order round by round, until none is due. Each correction an entry keeps
+/// was checked in its final fit.
+fn check_optionals(
+    outcome: &mut Outcome,
+    memo: &mut Memo,
+    held: &Held,
+) -> [Option<OptionCheck>; 3] {
+    let options = [
+        Optional::KvPool,
+        Optional::PassOverhead,
+        Optional::DecodeOverhead,
+    ];
+    let mut checks: [Option<OptionCheck>; 3] = [None; 3];
+    let mut due = [true; 3];
+    while (0..options.len()).any(|i| due[i] && options[i].fitted_in(outcome.what)) {
+        for i in 0..options.len() {
+            if !(due[i] && options[i].fitted_in(outcome.what)) {
+                continue;
+            }
+            due[i] = false;
+            checks[i] = check_option(options[i], outcome, memo, held);
+            if checks[i].is_some_and(|c| !c.kept) {
+                // The fit changed: every other correction is due again.
+                due = std::array::from_fn(|j| j != i);
+            }
+        }
+    }
+    checks
+}
+
+/// The errors of the wider entry's held-out predictions (`wider`, by point index) of the rows
+/// `rows` (whose measurements are `targets`, by local index); `None` where it predicted none.
+fn wider_held_out(targets: &[Target], rows: &[usize], wider: &[HeldOut]) -> Option<ErrorSummary> {
+    let local: BTreeMap<usize, usize> = rows.iter().enumerate().map(|(l, &i)| (i, l)).collect();
+    let (wider_rows, wider_preds): (Vec<usize>, Vec<Prediction>) = wider
+        .iter()
+        .filter_map(|(i, p)| local.get(i).map(|&l| (l, p.clone())))
+        .unzip();
+    Some(summarize(targets, &wider_rows, &wider_preds)).filter(|e| e.n > 0)
 }
 
 /// A correction `calibrate` fits only when asked, and keeps only where it cross-validates
