@@ -72,9 +72,9 @@ fn dynosim(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> std::process::
     c.output().unwrap()
 }
 
-/// `dynosim run` of one 100-token request with engine args `engine` (for the refusals).
-fn one_request_run(engine: &str, cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
-    let args = [
+/// `dynosim run`'s arguments for one 100-token request with engine args `engine`, then `extra`.
+fn one_request_args<'a>(engine: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
         "run",
         "--input-tokens",
         "100",
@@ -87,7 +87,13 @@ fn one_request_run(engine: &str, cache: &Path, env: &[(&str, &Path)]) -> std::pr
         "--extra-engine-args",
         engine,
     ];
-    dynosim(&args, cache, env)
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `dynosim run` of one 100-token request with engine args `engine` (for the refusals).
+fn one_request_run(engine: &str, cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    dynosim(&one_request_args(engine, &[]), cache, env)
 }
 
 fn load(path: &Path) -> Value {
@@ -463,6 +469,39 @@ fn a_package_that_fails_to_import_is_told_apart_from_a_missing_one() {
     assert!(!err.contains("needs the Python package"), "{err}");
 }
 
+/// A compile cache folder that cannot be written (here under a regular file, which even root
+/// cannot write into) costs only a compile next run: the run succeeds and its AIC line says
+/// what was not kept and how to fix it.
+#[test]
+fn an_engine_cache_that_cannot_be_written_is_reported_not_fatal() {
+    if !have_aic("an_engine_cache_that_cannot_be_written_is_reported_not_fatal") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let report = dir.path().join("report.json");
+    let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
+    let args = one_request_args(&engine, &["--report-json", report.to_str().unwrap()]);
+    let o = dynosim(&args, &file.join("cache"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(load(&report)["completed_requests"], 1);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("AIC: 1 engine loaded (1 compiled, 0 from the cache)"))
+        .unwrap_or_else(|| panic!("no AIC line in:\n{err}"));
+    assert!(line.contains("1 not kept in the engine cache (`"), "{line}");
+    assert!(
+        line.contains("a-file/cache/aic` cannot be written"),
+        "{line}"
+    );
+    assert!(
+        line.contains("set DYNOSIM_CACHE_DIR to a writable folder"),
+        "{line}"
+    );
+}
+
 /// Python files in the folder dynosim runs from do not reach the compile step: a `json.py` and
 /// a `grp.py` there (both standard-library names the step and AIC import) change nothing.
 #[test]
@@ -481,21 +520,7 @@ fn python_files_in_the_working_folder_do_not_shadow_the_compile_step() {
     }
     let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
     let o = Command::new(assert_cmd::cargo::cargo_bin("dynosim"))
-        .args([
-            "run",
-            "--input-tokens",
-            "100",
-            "--output-tokens",
-            "2",
-            "--request-count",
-            "1",
-            "--replay-concurrency",
-            "1",
-            "--extra-engine-args",
-            &engine,
-            "--report-json",
-            "report.json",
-        ])
+        .args(one_request_args(&engine, &["--report-json", "report.json"]))
         .current_dir(here.path())
         .env("DYNOSIM_CACHE_DIR", cache.path())
         .env_remove("AICONFIGURATOR_SYSTEMS_PATH")

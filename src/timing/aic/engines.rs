@@ -364,13 +364,14 @@ impl Drop for Server {
 
 /// Compiles `id` (and estimates its KV pool when `kv` is given), from the disk cache when an
 /// identical request was compiled before, else through `server` (started on first need) or a
-/// one-shot Python step. Returns whether the Python step ran.
+/// one-shot Python step. Returns whether the Python step ran, and why its answer could not be
+/// kept in the disk cache where it could not.
 fn compile(
     id: &AicEngineId,
     kv: Option<&AicKvEstimate>,
     installed: &mut Option<Installed>,
     server: &mut Option<Server>,
-) -> Result<(CompiledSpec, bool), InputError> {
+) -> Result<(CompiledSpec, Compiled), InputError> {
     let what = format!("AIC engine {}", describe(id));
     let req = serde_json::to_string(&CompileRequest {
         engine: id,
@@ -391,7 +392,7 @@ fn compile(
             .and_then(|t| serde_json::from_str::<CompileAnswer>(&t).ok())
         {
             if a.ok && a.schema == Some(version.schema()) {
-                return Ok((from_answer(a, &what)?, false));
+                return Ok((from_answer(a, &what)?, Compiled::FromCache));
             }
         }
     }
@@ -410,14 +411,32 @@ fn compile(
             parse_answer(&stdout, &stderr)?
         }
     };
-    if a.ok {
-        if let Some(path) = &cached {
-            // Best effort: a cache that cannot be written only costs a recompile next time.
+    // A cache that cannot be written costs only a compile next time: the run goes on, and its
+    // AIC line says so.
+    let unsaved = match &cached {
+        _ if !a.ok => None,
+        Some(path) => {
             let text = serde_json::to_string(&a).expect("answer serialises");
-            let _ = crate::output_file::write_atomic(path, text.as_bytes());
+            crate::output_file::write_atomic(path, text.as_bytes())
+                .err()
+                .map(|e| {
+                    let folder = path.parent().unwrap_or(path);
+                    format!("`{}` cannot be written: {e}", folder.display())
+                })
         }
-    }
-    Ok((from_answer(a, &what)?, true))
+        None => {
+            Some("no folder for it: DYNOSIM_CACHE_DIR, XDG_CACHE_HOME and HOME are unset".into())
+        }
+    };
+    Ok((from_answer(a, &what)?, Compiled::Ran { unsaved }))
+}
+
+/// Where a compiled spec came from.
+enum Compiled {
+    /// The disk cache.
+    FromCache,
+    /// The Python step; `unsaved` says why the cache did not keep its answer, where it did not.
+    Ran { unsaved: Option<String> },
 }
 
 /// A loaded AIC engine, shared read-only by every simulation that uses it.
@@ -461,7 +480,7 @@ const WARM_DECODE: [(u32, u32); 4] = [(1, 128), (8, 2048), (64, 16384), (256, 10
 
 /// Counts of the work an [`AicEngines`] set did (reported so a sweep can show each distinct
 /// engine was compiled and loaded once).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct AicStats {
     /// Distinct engines loaded into memory.
     pub loaded: u64,
@@ -469,6 +488,10 @@ pub struct AicStats {
     pub compiled: u64,
     /// Compiled specs read from the disk cache instead.
     pub cached: u64,
+    /// Compiled specs the disk cache could not keep (they are compiled again next run).
+    pub unsaved: u64,
+    /// Why the first of those was not kept.
+    pub unsaved_reason: Option<String>,
     /// Wall time of compiling and loading, in milliseconds.
     pub first_use_ms: u64,
     /// Loaded engines timed with bfloat16 context-attention data because their perf data has
@@ -501,6 +524,15 @@ impl AicStats {
                 self.fmha_fallback
             ));
         }
+        if self.unsaved > 0 {
+            line.push_str(&format!(
+                "; {} not kept in the engine cache ({}), so the next run compiles {} again: set \
+                 DYNOSIM_CACHE_DIR to a writable folder",
+                self.unsaved,
+                self.unsaved_reason.as_deref().unwrap_or("unknown reason"),
+                if self.unsaved == 1 { "it" } else { "them" }
+            ));
+        }
         line
     }
 }
@@ -512,6 +544,8 @@ pub struct AicEngines {
     kv_blocks: Mutex<BTreeMap<String, u64>>,
     compiled: AtomicU64,
     cached: AtomicU64,
+    unsaved: AtomicU64,
+    unsaved_reason: Mutex<Option<String>>,
     first_use_us: AtomicU64,
     fmha_fallback: AtomicU64,
     installed: Mutex<Option<Installed>>,
@@ -553,8 +587,16 @@ impl AicEngines {
         }
         let started = std::time::Instant::now();
         let (compiled, ran) = compile(id, kv, &mut self.installed.lock(), &mut self.server.lock())?;
-        let counter = if ran { &self.compiled } else { &self.cached };
-        counter.fetch_add(1, Ordering::Relaxed);
+        match ran {
+            Compiled::FromCache => self.cached.fetch_add(1, Ordering::Relaxed),
+            Compiled::Ran { unsaved } => {
+                if let Some(why) = unsaved {
+                    self.unsaved.fetch_add(1, Ordering::Relaxed);
+                    self.unsaved_reason.lock().get_or_insert(why);
+                }
+                self.compiled.fetch_add(1, Ordering::Relaxed)
+            }
+        };
         let engine = match engines.get(id) {
             Some(e) => e.clone(),
             None => {
@@ -585,6 +627,8 @@ impl AicEngines {
             loaded: self.engines.lock().len() as u64,
             compiled: self.compiled.load(Ordering::Relaxed),
             cached: self.cached.load(Ordering::Relaxed),
+            unsaved: self.unsaved.load(Ordering::Relaxed),
+            unsaved_reason: self.unsaved_reason.lock().clone(),
             first_use_ms: self.first_use_us.load(Ordering::Relaxed) / 1000,
             fmha_fallback: self.fmha_fallback.load(Ordering::Relaxed),
             estimator: self
