@@ -478,8 +478,10 @@ fn calibrate_family(
     };
     let mut memo = Memo::new(&mut simulate);
     let all: Vec<usize> = (0..rows.len()).collect();
-    for &l in &all {
-        memo.seed(l, Corrections::NONE, prediction(&baseline[rows[l]]));
+    // The uncalibrated predictions (or failures) of the rows, by local index.
+    let base: Vec<Prediction> = rows.iter().map(|&i| prediction(&baseline[i])).collect();
+    for (l, p) in base.iter().enumerate() {
+        memo.seed(l, Corrections::NONE, p.clone());
     }
     let uncalibrated = summarize(&targets, &all, &memo.predict(&all, Corrections::NONE));
     let what = Fit {
@@ -489,7 +491,7 @@ fn calibrate_family(
         kv_pool: args.fit_kv_pool,
     };
 
-    let (units, scheme) = cross_validation_plan(ctx, rows);
+    let (units, scheme) = cross_validation_plan(ctx, rows, &base);
     let fitted = fit(&mut memo, &targets, &all, what)?;
     let cross_validated = cross_validate(&mut memo, &targets, &units, scheme, what);
     let mut outcome = Outcome {
@@ -514,12 +516,13 @@ fn calibrate_family(
     let in_sample = summarize(&targets, &all, &fitted_preds);
     let ids: Vec<String> = rows.iter().map(|&i| points[i].id.clone()).collect();
     let unmatched_rows = unmatched(&ids, &targets, &all, &fitted_preds, MAX_UNMATCHED);
-    let failed: Vec<String> = all
+    let failed: Vec<String> = base
         .iter()
-        .filter_map(|&l| {
-            prediction(&baseline[rows[l]])
+        .zip(rows)
+        .filter_map(|(p, &i)| {
+            p.as_ref()
                 .err()
-                .map(|why| format!("{}: {why}", points[rows[l]].id))
+                .map(|why| format!("{}: {why}", points[i].id))
         })
         .collect();
     let wider_held_out = wider_held_out(&targets, rows, wider);
@@ -553,19 +556,22 @@ fn calibrate_family(
     Some((entry, held_out))
 }
 
-/// How an entry over `rows` is cross-validated: its units (the rows that simulate, ordered by
-/// mode, lengths and concurrency, a run's repeats together; a failed row has nothing to hold
-/// out) and the scheme (leave one out below `--loo-below` rows, else folds as asked).
-fn cross_validation_plan(ctx: &Context, rows: &[usize]) -> (Vec<Vec<usize>>, Scheme) {
+/// How an entry over `rows` is cross-validated: its units (the rows that simulate, `base`
+/// being their uncalibrated predictions, ordered by mode, lengths and concurrency, a run's
+/// repeats together; a failed row has nothing to hold out) and the scheme (leave one out below
+/// `--loo-below` rows, else folds as asked).
+fn cross_validation_plan(
+    ctx: &Context,
+    rows: &[usize],
+    base: &[Prediction],
+) -> (Vec<Vec<usize>>, Scheme) {
     let Context {
         args,
         points,
         baseline,
         ..
     } = *ctx;
-    let mut order: Vec<usize> = (0..rows.len())
-        .filter(|&l| prediction(&baseline[rows[l]]).is_ok())
-        .collect();
+    let mut order: Vec<usize> = (0..rows.len()).filter(|&l| base[l].is_ok()).collect();
     order.sort_by(|&a, &b| {
         let (p, q) = (&points[rows[a]], &points[rows[b]]);
         let key = |p: &MeasuredPoint| {
