@@ -61,9 +61,19 @@ fn aic_with_011_data(test: &str) -> Option<PathBuf> {
 }
 
 fn dynosim(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    dynosim_in(&root(), args, cache, env)
+}
+
+/// [`dynosim`] run from the folder `dir`.
+fn dynosim_in(
+    dir: &Path,
+    args: &[&str],
+    cache: &Path,
+    env: &[(&str, &Path)],
+) -> std::process::Output {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("dynosim"));
     c.args(args)
-        .current_dir(root())
+        .current_dir(dir)
         .env("DYNOSIM_CACHE_DIR", cache);
     c.env_remove("AICONFIGURATOR_SYSTEMS_PATH");
     for (k, v) in env {
@@ -519,13 +529,8 @@ fn python_files_in_the_working_folder_do_not_shadow_the_compile_step() {
         .unwrap();
     }
     let engine = format!(r#"{{{QWEN},"aic_backend_version":"0.24.0"}}"#);
-    let o = Command::new(assert_cmd::cargo::cargo_bin("dynosim"))
-        .args(one_request_args(&engine, &["--report-json", "report.json"]))
-        .current_dir(here.path())
-        .env("DYNOSIM_CACHE_DIR", cache.path())
-        .env_remove("AICONFIGURATOR_SYSTEMS_PATH")
-        .output()
-        .unwrap();
+    let args = one_request_args(&engine, &["--report-json", "report.json"]);
+    let o = dynosim_in(here.path(), &args, cache.path(), &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let report = load(&here.path().join("report.json"));
