@@ -283,6 +283,17 @@ fn the_eighth_random_comparison_matches_the_reference() {
     reference_table_matches("random8", 14, &[]);
 }
 
+/// Configurations of the ninth random comparison (2026-12-07) where the KV router queues
+/// (`router_queue_threshold`): DynoSim routes a queued request after each output signal of a
+/// pass (a first token or a completion, in the batch's order, then the pass's rejections), so a
+/// request can be routed once one request of a pass has finished its prefill and before the
+/// others have. TRT-LLM with an NPZ profile under KV pressure, and vLLM with `max_model_len`
+/// rejections and an LCFS queue.
+#[test]
+fn the_ninth_random_comparison_matches_the_reference() {
+    reference_table_matches("random9", 2, &[]);
+}
+
 /// Multi-token prediction (`aic_nextn`, with DynoSim's polynomial timing) on the vLLM, TRT-LLM
 /// and SGLang engines: default and given acceptance rates and seed, two workers behind round
 /// robin, DP ranks (each its own draws), preemption (vLLM, under either victim order) and

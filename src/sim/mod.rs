@@ -847,6 +847,24 @@ impl<'w> Sim<'w> {
     /// Routes queued requests while the pool is not all busy (spec §6.5).
     fn drain_queue(&mut self, p: usize) {
         self.place_held(p);
+        self.drain_router_queue(p);
+    }
+
+    /// Whether pool `p`'s KV router queues requests (`router_queue_threshold`).
+    fn router_queues(&self, p: usize) -> bool {
+        matches!(&self.pools[p].router, PoolRouter::Kv(r) if r.queues())
+    }
+
+    /// A request of pool `p` finished on its worker: recorded, freed on the router, and its
+    /// closed-loop successor released.
+    fn complete(&mut self, p: usize, req: u32) {
+        self.col.completed(req, self.now);
+        self.release_request(p, req);
+        self.driver.on_terminal(self.w, req, self.now);
+    }
+
+    /// The router-queue half of [`Sim::drain_queue`].
+    fn drain_router_queue(&mut self, p: usize) {
         loop {
             let pool = &self.pools[p];
             if pool.queue.is_empty() {
@@ -1144,16 +1162,67 @@ impl<'w> Sim<'w> {
                 self.release_source(req, wi);
             }
         }
+        // DynoSim hands a pass's output signals to the router one at a time (each request's
+        // first token or its completion, in the batch's order, then the pass's rejections; on a
+        // prefill worker each finished prefill) and releases the router's queue after each: a
+        // queued request is routed with the loads of that moment, not with those of the whole
+        // pass.
+        let per_signal = self.router_queues(p);
         for rank in 0..self.workers[wi].ranks.len() {
             let out = std::mem::take(&mut self.workers[wi].outputs[rank]);
-            for &(req, n) in &out.emitted {
-                if role != Role::Prefill {
-                    self.col.token(req, now, n);
-                    if n == 1 {
-                        if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.prefill_completed(req, now);
-                            load_changed = true;
+            if role == Role::Prefill {
+                for &req in &out.finished {
+                    // Its prefill load is gone; the request itself stays on the prefill
+                    // router until its source KV is released ([`Sim::free_source`]).
+                    if let PoolRouter::Kv(r) = &mut self.pools[p].router {
+                        r.prefill_completed(req, now);
+                        load_changed = true;
+                        if per_signal {
+                            self.drain_router_queue(p);
                         }
+                    }
+                    self.col.source_held(req, now);
+                    if self.destination_first {
+                        self.start_transfer(req);
+                    } else {
+                        // Delivered after the passes that start now: a decode worker whose
+                        // pass ends at this instant has started its next one by then.
+                        self.push_event(
+                            now,
+                            EventKind::Handoff {
+                                req,
+                                worker: wi as u32,
+                            },
+                        );
+                    }
+                }
+            } else {
+                // `finished` follows the batch order of `emitted`; a request that finished
+                // without a token here (after a stride) is taken after them.
+                let mut next_finished = 0;
+                for &(req, n) in &out.emitted {
+                    self.col.token(req, now, n);
+                    if out.finished.get(next_finished) == Some(&req) {
+                        next_finished += 1;
+                        self.complete(p, req);
+                    } else if n == 1 {
+                        let PoolRouter::Kv(r) = &mut self.pools[p].router else {
+                            continue;
+                        };
+                        r.prefill_completed(req, now);
+                    } else {
+                        continue;
+                    }
+                    load_changed = true;
+                    if per_signal {
+                        self.drain_router_queue(p);
+                    }
+                }
+                for &req in &out.finished[next_finished..] {
+                    self.complete(p, req);
+                    load_changed = true;
+                    if per_signal {
+                        self.drain_router_queue(p);
                     }
                 }
             }
@@ -1164,43 +1233,14 @@ impl<'w> Sim<'w> {
                 if !free_when_reported {
                     self.release_request(p, req);
                     load_changed = true;
+                    if per_signal {
+                        self.drain_router_queue(p);
+                    }
                 }
                 if role == Role::Prefill {
                     self.late_terminals.push((req, free_when_reported));
                 } else {
                     self.driver.on_terminal(self.w, req, now);
-                }
-            }
-            for &req in &out.finished {
-                match role {
-                    Role::Prefill => {
-                        // Its prefill load is gone; the request itself stays on the prefill
-                        // router until its source KV is released ([`Sim::free_source`]).
-                        if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                            r.prefill_completed(req, now);
-                            load_changed = true;
-                        }
-                        self.col.source_held(req, now);
-                        if self.destination_first {
-                            self.start_transfer(req);
-                        } else {
-                            // Delivered after the passes that start now: a decode worker whose
-                            // pass ends at this instant has started its next one by then.
-                            self.push_event(
-                                now,
-                                EventKind::Handoff {
-                                    req,
-                                    worker: wi as u32,
-                                },
-                            );
-                        }
-                    }
-                    _ => {
-                        self.col.completed(req, now);
-                        self.release_request(p, req);
-                        load_changed = true;
-                        self.driver.on_terminal(self.w, req, now);
-                    }
                 }
             }
             self.workers[wi].outputs[rank] = out;
