@@ -850,9 +850,14 @@ impl<'w> Sim<'w> {
         self.drain_router_queue(p);
     }
 
-    /// Whether pool `p`'s KV router queues requests (`router_queue_threshold`).
-    fn router_queues(&self, p: usize) -> bool {
-        matches!(&self.pools[p].router, PoolRouter::Kv(r) if r.queues())
+    /// `req`'s prefill on pool `p` is done: its prefill load leaves the KV router. Returns
+    /// whether the pool has one (whose load thereby changed).
+    fn prefill_completed(&mut self, p: usize, req: u32) -> bool {
+        let PoolRouter::Kv(r) = &mut self.pools[p].router else {
+            return false;
+        };
+        r.prefill_completed(req, self.now);
+        true
     }
 
     /// A request of pool `p` finished on its worker: recorded, freed on the router, and its
@@ -863,7 +868,7 @@ impl<'w> Sim<'w> {
         self.driver.on_terminal(self.w, req, self.now);
     }
 
-    /// The router-queue half of [`Sim::drain_queue`].
+    /// The router-queue half of [`Sim::drain_queue`] (nothing to do unless the router queues).
     fn drain_router_queue(&mut self, p: usize) {
         loop {
             let pool = &self.pools[p];
@@ -1167,19 +1172,15 @@ impl<'w> Sim<'w> {
         // prefill worker each finished prefill) and releases the router's queue after each: a
         // queued request is routed with the loads of that moment, not with those of the whole
         // pass.
-        let per_signal = self.router_queues(p);
         for rank in 0..self.workers[wi].ranks.len() {
             let out = std::mem::take(&mut self.workers[wi].outputs[rank]);
             if role == Role::Prefill {
                 for &req in &out.finished {
                     // Its prefill load is gone; the request itself stays on the prefill
                     // router until its source KV is released ([`Sim::free_source`]).
-                    if let PoolRouter::Kv(r) = &mut self.pools[p].router {
-                        r.prefill_completed(req, now);
+                    if self.prefill_completed(p, req) {
                         load_changed = true;
-                        if per_signal {
-                            self.drain_router_queue(p);
-                        }
+                        self.drain_router_queue(p);
                     }
                     self.col.source_held(req, now);
                     if self.destination_first {
@@ -1202,28 +1203,22 @@ impl<'w> Sim<'w> {
                 let mut next_finished = 0;
                 for &(req, n) in &out.emitted {
                     self.col.token(req, now, n);
-                    if out.finished.get(next_finished) == Some(&req) {
+                    let changed = if out.finished.get(next_finished) == Some(&req) {
                         next_finished += 1;
                         self.complete(p, req);
-                    } else if n == 1 {
-                        let PoolRouter::Kv(r) = &mut self.pools[p].router else {
-                            continue;
-                        };
-                        r.prefill_completed(req, now);
+                        true
                     } else {
-                        continue;
-                    }
-                    load_changed = true;
-                    if per_signal {
+                        n == 1 && self.prefill_completed(p, req)
+                    };
+                    if changed {
+                        load_changed = true;
                         self.drain_router_queue(p);
                     }
                 }
                 for &req in &out.finished[next_finished..] {
                     self.complete(p, req);
                     load_changed = true;
-                    if per_signal {
-                        self.drain_router_queue(p);
-                    }
+                    self.drain_router_queue(p);
                 }
             }
             for &req in &out.rejected {
@@ -1233,9 +1228,7 @@ impl<'w> Sim<'w> {
                 if !free_when_reported {
                     self.release_request(p, req);
                     load_changed = true;
-                    if per_signal {
-                        self.drain_router_queue(p);
-                    }
+                    self.drain_router_queue(p);
                 }
                 if role == Role::Prefill {
                     self.late_terminals.push((req, free_when_reported));
